@@ -1,0 +1,241 @@
+"""Writes installs in the engine's real layout, so that every shape the policy
+distinguishes can be tested without a 14 GB model.
+
+Used by `turbospark-ffi make-install`, the test suite, the benchmarks and the
+sample installs that ship with the package: one writer, so the fixtures of the
+three cannot drift apart. What it writes is what FACTS sections 1 and 2 say the
+engine writes and reads: the 24-byte header, 72-byte entries, one string table,
+`indexSize` padded to 16,384 bytes and zero-filled, payloads inside the
+resident region, a manifest with a SHA-256 per file, and
+`packed_experts/layout.json` (dense: no layers, 0 experts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from .resident_index import DTYPE_NAMES, ENTRY_SIZE, HEADER_SIZE
+
+__all__ = [
+    "DTYPE_NAMES",
+    "MTP_HEAD_TENSORS",
+    "DFLASH_TENSORS",
+    "TensorSpec",
+    "trunk_tensors",
+    "encode_index",
+    "write_install",
+]
+
+
+_MTP_LAYER = (
+    "input_layernorm.weight", "post_attention_layernorm.weight",
+    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight", "self_attn.q_norm.weight", "self_attn.k_norm.weight",
+    "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+)
+# FACTS section 2: the full head is 15 tensors, `mtp.fc.weight` first.
+MTP_HEAD_TENSORS = (
+    "mtp.fc.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight",
+    "mtp.norm.weight",
+) + tuple("mtp.layers.0." + t for t in _MTP_LAYER)
+
+# FACTS section 2: 81 tensors under `dflash.`: 6 top-level, 15 in each of 5
+# layers; `dflash.fc.weight` is the presence test. The top-level and per-layer
+# names beyond that one are this writer's choice (the facts give only counts).
+_DFLASH_TOP = ("dflash.fc.weight", "dflash.hidden_norm.weight", "dflash.norm.weight",
+               "dflash.embed_proj.weight", "dflash.mask_embedding.weight",
+               "dflash.lm_head.weight")
+_DFLASH_LAYER = _MTP_LAYER + ("self_attn.rotary_emb.inv_freq", "cross_attn.q_proj.weight",
+                              "cross_attn.kv_proj.weight", "cross_attn.o_proj.weight")
+DFLASH_TENSORS = _DFLASH_TOP + tuple(
+    f"dflash.layers.{i}.{t}" for i in range(5) for t in _DFLASH_LAYER)
+
+_LINEAR_ATTN = ("in_proj_qkv.weight", "in_proj_z.weight", "in_proj_a.weight",
+                "in_proj_b.weight", "out_proj.weight", "A_log", "dt_bias",
+                "conv1d.weight", "norm.weight")
+_FULL_ATTN = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
+              "q_norm.weight", "k_norm.weight")
+_DENSE_MLP = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight")
+_MOE_MLP = ("mlp.gate.weight", "mlp.shared_expert.gate_proj.weight",
+            "mlp.shared_expert.up_proj.weight", "mlp.shared_expert.down_proj.weight",
+            "mlp.shared_expert_gate.weight")
+
+INDEX_ALIGNMENT = 16_384
+
+
+class TensorSpec:
+    """One resident tensor to write: its name, dtype tag and payload size."""
+
+    __slots__ = ("name", "dtype", "size", "quantized")
+
+    def __init__(self, name: str, dtype: int = 1, size: int = 32, quantized: bool = False):
+        self.name = name
+        self.dtype = dtype
+        self.size = size
+        # Quantised tensors carry scale and bias planes, as INT4 affine does.
+        self.quantized = quantized
+
+
+def trunk_tensors(*, layers: int = 4, full_attention_every: int = 4, moe: bool = False,
+                  probe_dtype: int = 4, weight_dtype: int = 4) -> list[TensorSpec]:
+    """The trunk of a Qwen-style hybrid model: every `full_attention_every`-th
+    layer is full attention (the first is the verify probe's layer), the rest
+    linear attention. 64 layers give the real 27B dense install's 851 entries."""
+    def weight(name: str, dtype: int = weight_dtype) -> TensorSpec:
+        return TensorSpec(name, dtype, 64, quantized=dtype in (4, 5, 15, 16))
+
+    out = [weight("language_model.model.embed_tokens.weight"),
+           weight("language_model.lm_head.weight"),
+           TensorSpec("language_model.model.norm.weight")]
+    for i in range(layers):
+        prefix = f"language_model.model.layers.{i}."
+        out.append(TensorSpec(prefix + "input_layernorm.weight"))
+        out.append(TensorSpec(prefix + "post_attention_layernorm.weight"))
+        if full_attention_every and (i + 1) % full_attention_every == 0:
+            for t in _FULL_ATTN:
+                if t.endswith("norm.weight"):
+                    out.append(TensorSpec(prefix + "self_attn." + t))
+                else:
+                    out.append(weight(prefix + "self_attn." + t,
+                                      probe_dtype if t == "q_proj.weight" else weight_dtype))
+        else:
+            for t in _LINEAR_ATTN:
+                out.append(weight(prefix + "linear_attn." + t)
+                           if t.endswith("proj.weight") else TensorSpec(prefix + "linear_attn." + t))
+        for t in (_MOE_MLP if moe else _DENSE_MLP):
+            out.append(weight(prefix + t))
+    return out
+
+
+def encode_index(tensors: list[TensorSpec], *, alignment: int = INDEX_ALIGNMENT,
+                 resident_size: int | None = None) -> tuple[bytes, int]:
+    """The index region's bytes (header, entries, names, padding) and the size
+    of the resident region the payloads need. Payloads are laid out in entry
+    order right after the index, each followed by its scale and bias planes."""
+    names = [t.name.encode("utf-8") for t in tensors]
+    table_end = HEADER_SIZE + ENTRY_SIZE * len(tensors)
+    strings_end = table_end + sum(map(len, names))
+    index_size = -(-strings_end // alignment) * alignment if alignment else strings_end
+    entries = bytearray()
+    name_at = table_end
+    data_at = index_size
+    for t, name in zip(tensors, names):
+        payload = (data_at, t.size)
+        data_at += t.size
+        scale = bias = (0, 0)
+        if t.quantized:
+            scale = (data_at, 8)
+            data_at += 8
+            bias = (data_at, 8)
+            data_at += 8
+        shape = (t.size, 1, 1, 1)
+        entries += name_at.to_bytes(4, "little") + len(name).to_bytes(2, "little")
+        entries += bytes((t.dtype, 0))
+        for v in payload:
+            entries += v.to_bytes(8, "little")
+        for v in shape:
+            entries += v.to_bytes(4, "little")
+        for v in scale + bias:
+            entries += v.to_bytes(8, "little")
+        name_at += len(name)
+    used = data_at - index_size
+    if resident_size is None:
+        resident_size = used
+    if resident_size < used:
+        raise ValueError(f"resident_size {resident_size} is smaller than the {used} bytes "
+                         "the payloads need")
+    header = (index_size.to_bytes(8, "little") + resident_size.to_bytes(8, "little")
+              + len(tensors).to_bytes(8, "little"))
+    region = header + bytes(entries) + b"".join(names)
+    return region + bytes(index_size - len(region)), resident_size
+
+
+def write_install(model_dir: str | os.PathLike, *, mtp: bool = False, dflash: bool = False,
+                  experts: int = 0, layers: int = 4, probe_dtype: int = 4,
+                  full_attention_every: int = 4, mtp_tensors: tuple[str, ...] | None = None,
+                  dflash_tensors: tuple[str, ...] | None = None,
+                  extra_entries: int = 0, resident_size: int | None = None,
+                  expert_layers: int | None = None, manifest: bool = True) -> Path:
+    """Write an install into `model_dir` (created if needed) and return its path.
+
+    `mtp`/`dflash` add the full drafter; `mtp_tensors`/`dflash_tensors` write
+    only the named subset (a partial drafter). `experts` > 0 makes it a MoE
+    install whose layout routes to that many experts per layer.
+    `resident_size` larger than the payloads need makes a sparse file of that
+    size (the tensor data region is never read by the policy).
+    """
+    model_dir = Path(model_dir)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    tensors = trunk_tensors(layers=layers, full_attention_every=full_attention_every,
+                            moe=experts > 0, probe_dtype=probe_dtype)
+    for k in range(extra_entries):
+        tensors.append(TensorSpec(f"language_model.model.extra.{k}.weight"))
+    if mtp or mtp_tensors:
+        chosen = MTP_HEAD_TENSORS if mtp else mtp_tensors
+        tensors += [TensorSpec(n, 4, 64, True) if n.endswith("proj.weight") or n == "mtp.fc.weight"
+                    else TensorSpec(n) for n in chosen]
+    if dflash or dflash_tensors:
+        chosen = DFLASH_TENSORS if dflash else dflash_tensors
+        tensors += [TensorSpec(n, 1, 32) for n in chosen]
+    region, resident = encode_index(tensors, resident_size=resident_size)
+    weights = model_dir / "model_weights.bin"
+    with open(weights, "wb") as f:
+        f.write(region)
+        # The data region is a hole (zeros): the policy never reads it, and a
+        # sparse 14 GB test file costs kilobytes of disk.
+        f.truncate(len(region) + resident)
+    layout_path = model_dir / "packed_experts" / "layout.json"
+    layout_path.parent.mkdir(exist_ok=True)
+    layout_path.write_bytes(expert_layout_json(experts, layers if expert_layers is None
+                                               else expert_layers))
+    if manifest:
+        _write_manifest(model_dir, [weights, layout_path])
+    return model_dir
+
+
+def expert_layout_json(experts: int, layers: int) -> bytes:
+    """`packed_experts/layout.json`: dense (0 experts) has no layers. Keys in
+    the engine writer's order, scalars before the large `layers` array."""
+    if experts <= 0:
+        return json.dumps({"expertStride": 0, "numLayers": 0, "expertsPerLayer": 0,
+                           "layers": []}, indent=2).encode()
+    stride = 3 * 4096
+    roles = ("gate_proj", "up_proj", "down_proj")
+    parts = [f'{{"expertStride": {stride}, "numLayers": {layers}, '
+             f'"expertsPerLayer": {experts}, "layers": [']
+    for i in range(layers):
+        experts_json = []
+        for j in range(experts):
+            tensors = ", ".join(
+                f'"{role}": {{"offset": {j * stride + r * 4096}, "size": 4096, "dtype": 4, '
+                f'"shape": [512, 2048, 1, 1]}}' for r, role in enumerate(roles))
+            experts_json.append(f'{{"expert": {j}, "offset": {j * stride}, "size": {stride}, '
+                                f'"tensors": {{{tensors}}}}}')
+        parts.append(("" if i == 0 else ", ")
+                     + f'{{"layer": {i}, "file": "layer_{i:02d}.bin", "experts": ['
+                     + ", ".join(experts_json) + "]}")
+    parts.append("]}")
+    return "".join(parts).encode()
+
+
+def _write_manifest(model_dir: Path, files: list[Path]) -> None:
+    entries = {}
+    for path in files:
+        digest = hashlib.sha256()
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            # A sparse multi-gigabyte file is hashed as what it is; cap the
+            # work so a 14 GB test install does not take minutes to write.
+            if size > (256 << 20):
+                entries[str(path.relative_to(model_dir))] = {"size": size, "sha256": None}
+                continue
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        entries[str(path.relative_to(model_dir))] = {"size": size,
+                                                     "sha256": digest.hexdigest()}
+    (model_dir / "manifest.json").write_text(json.dumps(
+        {"magic": "GTURBO", "versionMajor": 1, "versionMinor": 0, "files": entries},
+        indent=2, sort_keys=True) + "\n")

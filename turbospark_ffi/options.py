@@ -1,0 +1,215 @@
+"""Option keys to typed requests: the same JSON object a host gives the engine's
+open (FACTS section 5), read strictly.
+
+The grammar, in one place:
+
+    speculation         "auto" | "off" (ASCII, any case) | a block: a JSON
+                        integer or a string of ASCII digits | null (= auto).
+                        A block is any u32 here; whether it is servable
+                        (1..=15) is the seed's `resolve_speculation` to say,
+                        with the seed's own message.
+    speculativeDrafter  "auto" | "mtp" | "dflash" (exact) | null (= auto)
+    temperature         a finite number >= 0 | null (= absent: the open-time
+                        decision, which assumes deterministic decoding)
+    engineBlocker       a non-empty string (the engine's reason) | null (the
+                        engine reported none) | absent (preview the install)
+
+Any other key is ignored -- a host passes its whole open-options object -- and
+reported back, EXCEPT a near-miss of a key above (same letters in another
+case, or within two edits): that is a typo that would otherwise silently
+become a default, so it is refused naming the key it resembles. A key above
+given twice is refused. Every refusal names the key, the value it got and
+what it accepts.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._value import Value
+from .errors import InvalidArgument
+from .policy import ALLOWED_SPECULATION_BLOCKS_TEXT, Speculation, SpeculativeDrafter
+from .wire import parse_json_object, show_value as _show
+
+__all__ = ["OPTION_KEYS", "MAX_OPTIONS_BYTES", "ABSENT", "Options", "parse_options",
+           "decode_text", "near_miss"]
+
+OPTION_KEYS = ("speculation", "speculativeDrafter", "temperature", "engineBlocker")
+# A GUI's open-options object is a few hundred bytes; this refuses a 10 MB
+# argument before any of it is parsed.
+MAX_OPTIONS_BYTES = 1 << 20
+_U32_MAX = (1 << 32) - 1
+
+_SPECULATION_ACCEPTS = (f'"auto", "off" (any case), null, or a block in '
+                        f'{ALLOWED_SPECULATION_BLOCKS_TEXT} as a JSON integer or a string of '
+                        'ASCII digits')
+_DRAFTER_ACCEPTS = '"auto", "mtp", "dflash" (exact spelling) or null'
+_TEMPERATURE_ACCEPTS = "a finite number >= 0, or null"
+_BLOCKER_ACCEPTS = "a non-empty string (the engine's reason), or null (the engine reported none)"
+_DRAFTERS = {"auto": SpeculativeDrafter.AUTO, "mtp": SpeculativeDrafter.MTP,
+             "dflash": SpeculativeDrafter.DFLASH}
+
+
+class _Absent:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __reduce__(self):
+        return "ABSENT"
+
+
+ABSENT = _Absent()
+"""`engineBlocker` not given at all (as opposed to null)."""
+
+
+class Options(Value):
+    __slots__ = ("speculation", "drafter", "temperature", "engine_blocker", "ignored_keys")
+
+    def __init__(self, speculation: Speculation = Speculation.AUTO,
+                 drafter: SpeculativeDrafter = SpeculativeDrafter.AUTO,
+                 temperature: float | None = None, engine_blocker: object = ABSENT,
+                 ignored_keys: tuple[str, ...] = ()) -> None:
+        self._init(speculation=speculation, drafter=drafter, temperature=temperature,
+                   engine_blocker=engine_blocker, ignored_keys=ignored_keys)
+
+    @property
+    def deterministic(self) -> bool:
+        """Absent temperature is the open-time decision, which assumes greedy."""
+        return self.temperature is None or self.temperature == 0
+
+
+DEFAULT_OPTIONS = Options()
+
+
+def decode_text(raw: bytes, what: str) -> str:
+    """`raw` as UTF-8, or InvalidArgument naming `what` and the bad byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(
+            f"{what} is not UTF-8 (invalid byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "accepts UTF-8 text") from None
+
+
+def _osa_distance(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment edit distance, stopping early past `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = ca != cb
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def near_miss(key: str) -> str | None:
+    """The option key `key` is a likely typo of, or None."""
+    folded = key.lower()
+    best = None
+    best_distance = 3
+    for known in OPTION_KEYS:
+        distance = 0 if folded == known.lower() else _osa_distance(folded, known.lower(), 2)
+        if distance < best_distance:
+            best, best_distance = known, distance
+    return best
+
+
+def _speculation(value: object) -> Speculation:
+    if value is None:
+        return Speculation.AUTO
+    if type(value) is int:
+        if 0 <= value <= _U32_MAX:
+            return Speculation.block(value)
+        raise InvalidArgument(f"speculation: got {value}, a block outside "
+                              f"{ALLOWED_SPECULATION_BLOCKS_TEXT}; accepts {_SPECULATION_ACCEPTS}")
+    if isinstance(value, str):
+        if value.isascii():
+            folded = value.lower()
+            if folded == "auto":
+                return Speculation.AUTO
+            if folded == "off":
+                return Speculation.OFF
+            if value.isdigit():
+                n = int(value)
+                if n <= _U32_MAX:
+                    return Speculation.block(n)
+                raise InvalidArgument(
+                    f"speculation: got {_show(value)}, a block outside "
+                    f"{ALLOWED_SPECULATION_BLOCKS_TEXT}; accepts {_SPECULATION_ACCEPTS}")
+    raise InvalidArgument(f"speculation: got {_show(value)}; accepts {_SPECULATION_ACCEPTS}")
+
+
+def _drafter(value: object) -> SpeculativeDrafter:
+    if value is None:
+        return SpeculativeDrafter.AUTO
+    if isinstance(value, str):
+        found = _DRAFTERS.get(value)
+        if found is not None:
+            return found
+    raise InvalidArgument(f"speculativeDrafter: got {_show(value)}; accepts {_DRAFTER_ACCEPTS}")
+
+
+def _temperature(value: object) -> float | None:
+    if value is None:
+        return None
+    if type(value) in (int, float):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isfinite(number) and number >= 0:
+            return number
+    raise InvalidArgument(f"temperature: got {_show(value)}; accepts {_TEMPERATURE_ACCEPTS}")
+
+
+def _engine_blocker(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value:
+        return value
+    raise InvalidArgument(f"engineBlocker: got {_show(value)}; accepts {_BLOCKER_ACCEPTS}")
+
+
+_READERS = {"speculation": _speculation, "speculativeDrafter": _drafter,
+            "temperature": _temperature, "engineBlocker": _engine_blocker}
+_FIELDS = {"speculation": "speculation", "speculativeDrafter": "drafter",
+           "temperature": "temperature", "engineBlocker": "engine_blocker"}
+
+
+def parse_options(raw: bytes | str | None, what: str = "options_json") -> Options:
+    """The typed request in `raw` (UTF-8 JSON text); None or empty = defaults."""
+    if raw is None or len(raw) == 0:
+        return DEFAULT_OPTIONS
+    if len(raw) > MAX_OPTIONS_BYTES:
+        raise InvalidArgument(f"{what} is {len(raw)} bytes; accepts at most "
+                              f"{MAX_OPTIONS_BYTES} bytes")
+    text = decode_text(raw, what) if isinstance(raw, bytes) else raw
+    pairs = parse_json_object(text, what)
+    fields: dict[str, object] = {}
+    ignored: dict[str, None] = {}
+    for key, value in pairs:
+        reader = _READERS.get(key)
+        if reader is None:
+            resembles = near_miss(key)
+            if resembles is not None:
+                raise InvalidArgument(
+                    f"{what}: unknown key {_show(key)} looks like a misspelling of "
+                    f"{_show(resembles)}; accepts the keys {', '.join(OPTION_KEYS)} "
+                    "(other keys are ignored)")
+            ignored[key] = None
+            continue
+        field = _FIELDS[key]
+        if field in fields:
+            raise InvalidArgument(f"{key}: given more than once in {what}; accepts one value")
+        fields[field] = reader(value)
+    return Options(ignored_keys=tuple(ignored), **fields)

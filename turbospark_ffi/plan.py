@@ -1,0 +1,122 @@
+"""The seed's flow end to end, for a host: resolve the drafter, derive the
+draft policies, take the blocker, resolve speculation. Plus what an install's
+index says, for a GUI that must explain an "unknown".
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._value import Value
+from .errors import InvalidArgument
+from .options import ABSENT, DEFAULT_OPTIONS, Options
+from .policy import (DraftPolicies, DrafterChoice, SpeculationPlan, SpeculativeDrafter,
+                     choose_drafter, draft_policies, resolve_speculation)
+
+__all__ = ["PlanResult", "speculation_plan", "install_info", "check_model_dir"]
+
+
+class PlanResult(Value):
+    __slots__ = ("choice", "policies", "speculation", "ignored_keys")
+
+    def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
+                 speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = ()) -> None:
+        self._init(choice=choice, policies=policies, speculation=speculation,
+                   ignored_keys=ignored_keys)
+
+
+def check_model_dir(model_dir: str | os.PathLike) -> str:
+    model_dir = os.fspath(model_dir)
+    if not isinstance(model_dir, str):
+        model_dir = os.fsdecode(model_dir)
+    if not model_dir:
+        raise InvalidArgument("model_dir is empty; accepts the path of an install directory "
+                              "(an empty path is not read as the current directory)")
+    if "\x00" in model_dir:
+        raise InvalidArgument("model_dir contains a NUL character; accepts a path")
+    return model_dir
+
+
+def resolve_install_drafter(model_dir: str, requested: SpeculativeDrafter) -> DrafterChoice:
+    """`policy.resolve_drafter` on the cached snapshot of the install."""
+    from .install import snapshot
+    snap = snapshot(check_model_dir(model_dir))
+    return snap.memo(("choice", requested), lambda: choose_drafter(requested, snap.index))
+
+
+def speculation_plan(model_dir: str | os.PathLike,
+                     options: Options = DEFAULT_OPTIONS) -> PlanResult:
+    """The whole decision for `model_dir` under `options`.
+
+    Raises `SpeculationRefused` (the seed's Err) for a named block that cannot
+    be served, `InvalidArgument` for an empty model_dir.
+    """
+    from .install import snapshot
+    snap = snapshot(check_model_dir(model_dir))
+    requested = options.drafter
+    choice = snap.memo(("choice", requested), lambda: choose_drafter(requested, snap.index))
+    policies = draft_policies(choice, options.speculation)
+    # The note outranks the engine's reason: that one would say "carries no
+    # multi-token-prediction head" -- true, and the wrong thing to tell
+    # someone holding a drafter this port can run.
+    if choice.note is not None:
+        blocker = choice.note
+    elif options.engine_blocker is not ABSENT:
+        blocker = options.engine_blocker
+    else:
+        blocker = snap.blocker_preview(choice.drafter)
+    plan = resolve_speculation(options.speculation, choice.drafter, blocker,
+                               options.deterministic)
+    return PlanResult(choice, policies, plan, options.ignored_keys)
+
+
+def install_info(model_dir: str | os.PathLike) -> dict:
+    """What the install's files say, as the `ts_install_info_json` object."""
+    from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
+    from .install import snapshot
+    from .install_writer import DFLASH_TENSORS, MTP_HEAD_TENSORS
+    from .resident_index import DTYPE_NAMES
+
+    model_dir = check_model_dir(model_dir)
+    snap = snapshot(model_dir)
+    index = snap.index
+    info: dict = {"modelDir": model_dir, "indexReadable": index is not None,
+                  "indexError": None if index is not None else str(snap.index_error),
+                  "indexCheck": None if index is not None else snap.index_error.check}
+    if index is None:
+        info.update(entryCount=None, indexBytes=None, residentBytes=None,
+                    installHasMtpHead=None, installHasDflash=None, mtpHead=None,
+                    dflashDrafter=None, probe=None)
+    else:
+        def drafter_info(expected: tuple[str, ...], presence: str) -> dict:
+            have = [name for name in expected if name in index]
+            return {"present": presence in index, "tensors": len(have),
+                    "expected": len(expected), "complete": len(have) == len(expected),
+                    # Listed only for a partial drafter: for an absent one
+                    # "all 81" says nothing `present: false` does not.
+                    "missing": [name for name in expected if name not in index]
+                    if have else []}
+        layer = first_full_attention_layer(index)
+        probe = None
+        if layer is not None:
+            name = probe_tensor_name(layer)
+            dtype = index.dtype_of(name)
+            probe = {"layer": layer, "tensor": name, "present": dtype is not None,
+                     "dtype": dtype, "dtypeName": DTYPE_NAMES.get(dtype),
+                     "verifyCovers": dtype in VERIFY_PROBE_DTYPES}
+        info.update(entryCount=index.entry_count, indexBytes=index.index_size,
+                    residentBytes=index.resident_size,
+                    installHasMtpHead=MTP_HEAD_TENSORS[0] in index,
+                    installHasDflash=DFLASH_TENSORS[0] in index,
+                    mtpHead=drafter_info(MTP_HEAD_TENSORS, MTP_HEAD_TENSORS[0]),
+                    dflashDrafter=drafter_info(DFLASH_TENSORS, DFLASH_TENSORS[0]),
+                    probe=probe)
+    layout = snap.layout
+    info["experts"] = {
+        "layoutPresent": layout.present if layout is not None else True,
+        "expertsPerLayer": layout.experts_per_layer if layout is not None else None,
+        "numLayers": layout.num_layers if layout is not None else None,
+        "error": None if snap.layout_error is None else str(snap.layout_error)}
+    info["blockerPreview"] = {"mtp": snap.blocker_preview(SpeculativeDrafter.MTP),
+                              "dflash": snap.blocker_preview(SpeculativeDrafter.DFLASH)}
+    return info

@@ -1,0 +1,397 @@
+"""The seed's speculation policy (turbospark-runtime 0.3.0), in Python: its
+types, its constants, its three decisions and its messages -- the one place
+each of them lives.
+
+Which drafter an install carries, whether this run may use it, and the
+`DraftPolicies` to open with. The seed's comments are the specification; the
+ones kept here are the ones a maintainer of this module needs at hand. Pure
+apart from `resolve_drafter`, which reads a resident index, exactly as the
+seed's does.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._value import Value
+from .errors import InvalidArgument, SpeculationRefused
+
+__all__ = [
+    "DEFAULT_SPECULATION_BLOCK",
+    "DFLASH_SERVING_BLOCK",
+    "ALLOWED_SPECULATION_BLOCKS",
+    "DFLASH_AUTO_NOTE",
+    "SAMPLED_BLOCK_DRAFTER_REASON",
+    "Speculation",
+    "SpeculativeDrafter",
+    "DrafterChoice",
+    "SpeculationPlan",
+    "SpeculationEnabled",
+    "SpeculationDisabled",
+    "DraftMode",
+    "MtpDraftPolicy",
+    "DflashDraftPolicy",
+    "DraftPolicies",
+    "resolve_drafter",
+    "choose_drafter",
+    "draft_policies",
+    "resolve_speculation",
+]
+
+# The MTP head's measured optimum (docs/MTP.md): 1.44x at 2; 4 reads 1.03x,
+# 8 0.71x, 15 0.44x as rollbacks rise from 10% to 98%.
+DEFAULT_SPECULATION_BLOCK = 2
+# The DFlash2 drafter's own serving block, measured independently of the MTP
+# head's; the two agree today, which is not the same as being one number.
+DFLASH_SERVING_BLOCK = 2
+# Block B verifies B+1 rows and the batched verify kernel's cap is 16 rows.
+ALLOWED_SPECULATION_BLOCKS = range(1, 16)
+# How the engine's messages write the range (Rust's Debug of `1..=15`).
+ALLOWED_SPECULATION_BLOCKS_TEXT = "1..=15"
+_U32_MAX = (1 << 32) - 1
+
+# NAMES BOTH SPELLINGS, because there are three front ends and one of them has
+# no command line: a GUI driving the C ABI reads this note verbatim, and
+# telling it to pass a flag it cannot pass is an instruction it cannot follow.
+DFLASH_AUTO_NOTE = (
+    "this install carries a DFlash2 drafter, which auto leaves OFF: measured "
+    "0.90x throughput on prose against 1.33-1.47x on code and math, and "
+    "+17.4% J/token, so it is opt-in. Select the dflash drafter to use it "
+    "(--speculative-drafter dflash, or speculativeDrafter \"dflash\" on the "
+    "C ABI)"
+)
+
+SAMPLED_BLOCK_DRAFTER_REASON = (
+    "sampled speculation cannot be served by the block drafter: DFlash2's "
+    "selection is a greedy structured search, not a distribution, so exact "
+    "rejection sampling has no q(x) to ratio against; use the mtp drafter or "
+    "temperature 0"
+)
+
+_REFUSAL_PREFIX = "--speculative was asked for but cannot be served: "
+
+
+class SpeculativeDrafter(Value):
+    """Which drafter `Speculation` drives: `AUTO` (whichever the install
+    carries), `MTP` (the checkpoint's own head, a token at a time) or `DFLASH`
+    (the DFlash2 block-diffusion drafter, a whole block per pass). The two are
+    alternatives; a third value is not a spectrum."""
+
+    __slots__ = ("value",)
+    AUTO: SpeculativeDrafter
+    MTP: SpeculativeDrafter
+    DFLASH: SpeculativeDrafter
+    _by_value: dict[str, SpeculativeDrafter] = {}
+
+    def __new__(cls, value: str) -> SpeculativeDrafter:
+        try:
+            return cls._by_value[value]
+        except (KeyError, TypeError):
+            raise ValueError(f"invalid SpeculativeDrafter {value!r} "
+                             "(accepts 'auto', 'mtp', 'dflash')") from None
+
+    @classmethod
+    def _make(cls, value: str) -> SpeculativeDrafter:
+        obj = object.__new__(cls)
+        obj._init(value=value)
+        cls._by_value[value] = obj
+        return obj
+
+    def __reduce__(self):
+        return (SpeculativeDrafter, (self.value,))
+
+    def __repr__(self) -> str:
+        return f"SpeculativeDrafter.{self.value.upper()}"
+
+
+SpeculativeDrafter.AUTO = SpeculativeDrafter._make("auto")
+SpeculativeDrafter.MTP = SpeculativeDrafter._make("mtp")
+SpeculativeDrafter.DFLASH = SpeculativeDrafter._make("dflash")
+
+
+class Speculation(Value):
+    """Whether and how far this run drafts ahead: `AUTO` (draft if the install
+    can, warn and continue if it cannot), `OFF` (never), or `block(n)` (draft n
+    tokens per round, or fail naming the reason). `n` is any u32, as in the
+    seed: the allowed range is `resolve_speculation`'s to enforce."""
+
+    __slots__ = ("kind", "n")
+    AUTO: Speculation
+    OFF: Speculation
+
+    def __init__(self, kind: str, n: int | None = None) -> None:
+        if kind in ("auto", "off"):
+            if n is not None:
+                raise ValueError(f"Speculation {kind!r} takes no block, got {n!r}")
+        elif kind == "block":
+            if type(n) is not int or not 0 <= n <= _U32_MAX:
+                raise ValueError(f"Speculation block must be an int in 0..={_U32_MAX}, "
+                                 f"got {n!r}")
+        else:
+            raise ValueError(f"invalid Speculation kind {kind!r} "
+                             "(accepts 'auto', 'off', 'block')")
+        self._init(kind=kind, n=n)
+
+    @classmethod
+    def block(cls, n: int) -> Speculation:
+        return cls("block", n)
+
+    def __repr__(self) -> str:
+        return f"Speculation.block({self.n})" if self.kind == "block" \
+            else f"Speculation.{self.kind.upper()}"
+
+
+Speculation.AUTO = Speculation("auto")
+Speculation.OFF = Speculation("off")
+
+
+class DrafterChoice(Value):
+    """What `resolve_drafter` decided: the drafter to open, and a note for the
+    case where `auto` FOUND a drafter and deliberately did not enable it.
+
+    `install_has_mtp_head` / `install_has_dflash` are three-state: True,
+    False, or None when nobody could tell (an unreadable index). None is
+    deliberately NOT folded into False: "there is no head" and "nobody
+    looked" license different things, and only the first licenses
+    `draft_policies` declining to ask the open for one.
+    """
+
+    __slots__ = ("drafter", "install_has_mtp_head", "install_has_dflash", "note")
+
+    def __init__(self, drafter: SpeculativeDrafter, install_has_mtp_head: bool | None,
+                 install_has_dflash: bool | None, note: str | None = None) -> None:
+        if not isinstance(drafter, SpeculativeDrafter):
+            raise TypeError(f"drafter must be a SpeculativeDrafter, got {drafter!r}")
+        for name, flag in (("install_has_mtp_head", install_has_mtp_head),
+                           ("install_has_dflash", install_has_dflash)):
+            if flag is not None and type(flag) is not bool:
+                raise TypeError(f"{name} must be True, False or None, got {flag!r}")
+        if note is not None and not isinstance(note, str):
+            raise TypeError(f"note must be a str or None, got {note!r}")
+        self._init(drafter=drafter, install_has_mtp_head=install_has_mtp_head,
+                   install_has_dflash=install_has_dflash, note=note)
+
+
+class SpeculationPlan(Value):
+    """What a front end decided about speculative decoding, resolved once:
+    `SpeculationEnabled(block)` or `SpeculationDisabled(reason)`."""
+
+    __slots__ = ()
+    enabled: bool
+
+
+class SpeculationEnabled(SpeculationPlan):
+    __slots__ = ("block",)
+    enabled = True
+
+    def __init__(self, block: int) -> None:
+        self._init(block=block)
+
+
+class SpeculationDisabled(SpeculationPlan):
+    """`reason` is set when the caller might have expected otherwise, and None
+    when they asked for `off` and got it."""
+
+    __slots__ = ("reason",)
+    enabled = False
+
+    def __init__(self, reason: str | None = None) -> None:
+        self._init(reason=reason)
+
+
+class DraftMode:
+    """The three modes of a draft policy at open (FACTS section 3)."""
+
+    OFF = "off"    # the drafter's state is never built
+    AUTO = "auto"  # built if and only if the install carries it
+    FIXED = "fixed"  # built at n; the OPEN FAILS if the install lacks it
+
+
+class _DraftPolicy(Value):
+    __slots__ = ("mode", "block")
+
+    def __init__(self, mode: str, block: int | None = None) -> None:
+        if mode == DraftMode.FIXED:
+            if type(block) is not int or block < 0:
+                raise ValueError(f"a fixed draft policy needs a block >= 0, got {block!r}")
+        elif mode in (DraftMode.OFF, DraftMode.AUTO):
+            if block is not None:
+                raise ValueError(f"draft policy {mode!r} takes no block, got {block!r}")
+        else:
+            raise ValueError(f"invalid draft mode {mode!r} (accepts 'off', 'auto', 'fixed')")
+        self._init(mode=mode, block=block)
+
+    @classmethod
+    def fixed(cls, n: int):
+        return cls(DraftMode.FIXED, n)
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        return f"{name}.fixed({self.block})" if self.mode == DraftMode.FIXED \
+            else f"{name}.{self.mode.upper()}"
+
+
+class MtpDraftPolicy(_DraftPolicy):
+    __slots__ = ()
+    OFF: MtpDraftPolicy
+    AUTO: MtpDraftPolicy
+
+
+class DflashDraftPolicy(_DraftPolicy):
+    __slots__ = ()
+    OFF: DflashDraftPolicy
+    AUTO: DflashDraftPolicy
+
+
+for _cls in (MtpDraftPolicy, DflashDraftPolicy):
+    _cls.OFF = _cls(DraftMode.OFF)
+    _cls.AUTO = _cls(DraftMode.AUTO)
+del _cls
+
+
+class DraftPolicies(Value):
+    __slots__ = ("mtp", "dflash")
+
+    def __init__(self, mtp: MtpDraftPolicy, dflash: DflashDraftPolicy) -> None:
+        if type(mtp) is not MtpDraftPolicy or type(dflash) is not DflashDraftPolicy:
+            raise TypeError("DraftPolicies takes an MtpDraftPolicy and a DflashDraftPolicy, "
+                            f"got {mtp!r} and {dflash!r}")
+        self._init(mtp=mtp, dflash=dflash)
+
+    @classmethod
+    def mtp_only(cls, policy: MtpDraftPolicy) -> DraftPolicies:
+        """The engine's `DraftPolicies::mtp(p)`: `{mtp: p, dflash: Off}`."""
+        return cls(policy, DflashDraftPolicy.OFF)
+
+
+def resolve_drafter(requested: SpeculativeDrafter,
+                    model_dir: str | os.PathLike) -> DrafterChoice:
+    """Which drafter an install actually carries, for `SpeculativeDrafter.AUTO`.
+
+    Reads the resident INDEX of `model_dir/model_weights.bin` -- kilobytes,
+    not the weights -- whatever the request (an explicit ask still needs the
+    presence flags, for `draft_policies`). An unreadable index is not an
+    error here: this function picks a drafter, and `open` is entitled to be
+    the one that refuses a broken install.
+    """
+    from .resident_index import load_resident_index
+    from .errors import ResidentIndexError
+
+    model_dir = os.fspath(model_dir)
+    if model_dir in ("", b""):
+        raise InvalidArgument("model_dir is empty; accepts the path of an install directory "
+                              "(an empty path is not read as the current directory)")
+    try:
+        index = load_resident_index(os.path.join(model_dir, "model_weights.bin"))
+    except ResidentIndexError:
+        index = None
+    return choose_drafter(requested, index)
+
+
+def choose_drafter(requested: SpeculativeDrafter, index) -> DrafterChoice:
+    """The body of `resolve_drafter` once the index has been read: `index` is a
+    `ResidentIndex`, or None for an unreadable one (the seed's `.ok()`)."""
+    from .resident_index import install_has_dflash, install_has_mtp_head
+
+    has_mtp = None if index is None else install_has_mtp_head(index)
+    has_dflash = None if index is None else install_has_dflash(index)
+    if requested is not SpeculativeDrafter.AUTO:
+        # Naming a drafter is a promise the caller made to themselves.
+        return DrafterChoice(requested, has_mtp, has_dflash)
+    if index is None:
+        return DrafterChoice(SpeculativeDrafter.MTP, has_mtp, has_dflash)
+    if has_mtp is False and has_dflash is True:
+        # DETECTION IS NOT ENABLEMENT: DFlash2 at block 2 reads 1.33x on code
+        # and 1.47x on math but 0.90x on PROSE, and +17.4% J/token on the
+        # energy A/B; a default that switched it on would make a common
+        # workload slower and hungrier unasked. Resolving to MTP also means
+        # the open allocates no DFlash2 state (213 MiB on the real 27B).
+        return DrafterChoice(SpeculativeDrafter.MTP, has_mtp, has_dflash, DFLASH_AUTO_NOTE)
+    # BOTH resolves to MTP (the default before auto existed: no run that
+    # worked changes); NEITHER too, with no note, so the "no drafter" message
+    # such a caller sees is the one they have always seen.
+    return DrafterChoice(SpeculativeDrafter.MTP, has_mtp, has_dflash)
+
+
+def draft_policies(choice: DrafterChoice, speculation: Speculation) -> DraftPolicies:
+    """The `DraftPolicies` to open a runner with.
+
+    THE DRAFTER THE FLAG NAMED OWNS THE REQUEST, and the other is pinned OFF,
+    so a dflash-carrying install never silently opens both drafters' state.
+
+    The note arm: A NOTE MEANS THE DECISION IS ALREADY MADE, so do not ask the
+    open for a head we know is not there -- otherwise `--speculative 2` on a
+    DFlash2-only install fails at OPEN with advice to download a different
+    drafter. The headless arms (one per drafter, each asking about its own)
+    are the same argument on a wider input and deliberately not collapsed into
+    the note's condition: on a MoE install a failed open would send the caller
+    after an artifact that cannot help; `Off` lets the open succeed so that
+    `resolve_speculation` refuses with the architectural reason instead.
+    Both test `is False`, never falsiness: None is an unreadable index, which
+    must keep failing at open with the engine's own message.
+    """
+    kind = speculation.kind
+    if choice.drafter is SpeculativeDrafter.MTP:
+        if kind == "off":
+            mtp = MtpDraftPolicy.OFF
+        elif choice.note is not None:
+            mtp = MtpDraftPolicy.OFF
+        elif kind == "auto":
+            mtp = MtpDraftPolicy.AUTO
+        elif choice.install_has_mtp_head is False:
+            mtp = MtpDraftPolicy.OFF
+        else:
+            mtp = MtpDraftPolicy.fixed(speculation.n)
+        return DraftPolicies.mtp_only(mtp)
+    # AUTO is resolved by resolve_drafter before this is called and cannot
+    # reach here; it shares the DFlash2 arm if it ever does.
+    if kind == "off":
+        dflash = DflashDraftPolicy.OFF
+    elif kind == "auto":
+        dflash = DflashDraftPolicy.AUTO
+    elif choice.install_has_dflash is False:
+        dflash = DflashDraftPolicy.OFF
+    else:
+        dflash = DflashDraftPolicy.fixed(speculation.n)
+    return DraftPolicies(MtpDraftPolicy.OFF, dflash)
+
+
+def resolve_speculation(requested: Speculation, drafter: SpeculativeDrafter,
+                        engine_blocker: str | None, deterministic: bool) -> SpeculationPlan:
+    """Decide speculation from the request and what the install turned out to be.
+
+    THE TWO OUTCOMES DIFFER BY WHO ASKED. A named block is a promise the
+    caller made to themselves -- they are measuring -- so failing to keep it
+    raises `SpeculationRefused` carrying the reason; `auto` asked for
+    "speculate if you can", so the same condition is a warning
+    (`SpeculationDisabled(reason)`) and the run continues.
+
+    Sampled runs are refused only for the BLOCK drafter: the MTP step drafter
+    serves any temperature through exact rejection sampling; DFlash2's
+    selection has no q(x) to ratio against.
+    """
+    if engine_blocker is not None:
+        unavailable = engine_blocker
+    elif not deterministic and drafter is SpeculativeDrafter.DFLASH:
+        unavailable = SAMPLED_BLOCK_DRAFTER_REASON
+    else:
+        unavailable = None
+
+    auto_block = DFLASH_SERVING_BLOCK if drafter is SpeculativeDrafter.DFLASH \
+        else DEFAULT_SPECULATION_BLOCK
+
+    kind = requested.kind
+    if kind == "off":
+        return SpeculationDisabled(None)
+    if kind == "auto":
+        if unavailable is not None:
+            return SpeculationDisabled(unavailable)
+        return SpeculationEnabled(auto_block)
+    if unavailable is not None:
+        raise SpeculationRefused(_REFUSAL_PREFIX + unavailable)
+    n = requested.n
+    if n not in ALLOWED_SPECULATION_BLOCKS:
+        raise SpeculationRefused(
+            f"{_REFUSAL_PREFIX}block {n} is outside allowed range "
+            f"{ALLOWED_SPECULATION_BLOCKS_TEXT}")
+    return SpeculationEnabled(n)

@@ -1,0 +1,382 @@
+"""The resident index of `model_weights.bin`: the reader and the two presence
+predicates the seed's `resolve_drafter` asks.
+
+Layout (little-endian, no magic, no version):
+
+    0..24   header: indexSize u64, residentSize u64, entryCount u64
+    24..    entryCount entries of 72 bytes:
+              nameOffset u32, nameLength u16, dtype u8, reserved u8,
+              fileOffset u64, sizeBytes u64, shape 4 x u32,
+              scaleOffset u64, scaleSize u64, biasOffset u64, biasSize u64
+    ..      the string table (names concatenated, no separator), then zero
+            padding up to indexSize; tensor data starts at indexSize.
+
+The checks run in the engine's order and each raises `ResidentIndexError`
+with its own `check` tag. Two properties matter more than speed:
+
+* It reads the entry table and the names it points at -- never the padding,
+  never the tensor data -- so a 14 GB sparse file costs what a 100 KB one does.
+* Nothing is allocated or read before the header has been checked against the
+  file's real length (check 5), so a header claiming 2^63 entries or an index
+  larger than the file is refused before a byte of it is read. The file is
+  opened non-blocking and must be a regular file, so a FIFO or `/dev/zero`
+  behind a symlink answers at once instead of hanging or filling memory.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from itertools import compress
+from operator import add
+
+from ._value import Value
+from .errors import ResidentIndexError
+
+__all__ = [
+    "HEADER_SIZE",
+    "DTYPE_NAMES",
+    "ENTRY_SIZE",
+    "MTP_PRESENCE_TENSOR",
+    "DFLASH_PRESENCE_TENSOR",
+    "IndexEntry",
+    "ResidentIndex",
+    "load_resident_index",
+    "install_has_mtp_head",
+    "install_has_dflash",
+]
+
+HEADER_SIZE = 24
+ENTRY_SIZE = 72
+_U64_MAX = (1 << 64) - 1
+
+# FACTS section 2: only the first tensor of each drafter is the presence test.
+MTP_PRESENCE_TENSOR = "mtp.fc.weight"
+DFLASH_PRESENCE_TENSOR = "dflash.fc.weight"
+
+# FACTS section 1, dtype tags. The reader does not validate the tag.
+DTYPE_NAMES = {
+    1: "BF16", 2: "FP16", 3: "FP32", 4: "INT4 affine", 5: "INT8 affine",
+    6: "GGUF Q8_0", 7: "GGUF Q4_K", 8: "GGUF Q6_K", 9: "GGUF Q4_0", 10: "GGUF IQ3_XXS",
+    11: "GGUF IQ4_NL", 12: "GGUF IQ4_XS", 13: "GGUF Q5_K", 14: "unused",
+    15: "1-bit affine", 16: "2-bit affine", 17: "GGUF Q2_K", 18: "GGUF IQ2_XXS",
+    19: "GGUF IQ2_XS", 20: "GGUF IQ1_S", 21: "GGUF IQ3_S", 22: "GGUF IQ2_S",
+    23: "GGUF IQ1_M", 24: "GGUF Q3_K",
+}
+
+_CORRUPT = "resident index is corrupt: "
+
+# Entry field positions, in units of the field's own width, inside one 72-byte
+# entry: used by the vectorised pass (memoryview casts) and the careful pass.
+_U64_PER_ENTRY = ENTRY_SIZE // 8
+_PLANES = (("payload", 1, 2), ("scale plane", 5, 6), ("bias plane", 7, 8))
+
+
+class IndexEntry(Value):
+    """One resident tensor, as the index describes it."""
+
+    __slots__ = (
+        "name", "dtype", "file_offset", "size_bytes", "shape",
+        "scale_offset", "scale_size", "bias_offset", "bias_size",
+    )
+
+    def __init__(self, name: str, dtype: int, file_offset: int, size_bytes: int,
+                 shape: tuple[int, int, int, int], scale_offset: int, scale_size: int,
+                 bias_offset: int, bias_size: int) -> None:
+        self._init(name=name, dtype=dtype, file_offset=file_offset, size_bytes=size_bytes,
+                   shape=shape, scale_offset=scale_offset, scale_size=scale_size,
+                   bias_offset=bias_offset, bias_size=bias_size)
+
+
+class ResidentIndex:
+    """A validated resident index. Read-only; entries are decoded on demand,
+    because a 100,000-entry index is read far more often than it is listed."""
+
+    __slots__ = ("path", "index_size", "resident_size", "entry_count", "file_size",
+                 "_region", "_slot_by_name", "bytes_read")
+
+    def __init__(self, path: str, index_size: int, resident_size: int, entry_count: int,
+                 file_size: int, region: bytes, slot_by_name: dict[bytes, int],
+                 bytes_read: int) -> None:
+        self.path = path
+        self.index_size = index_size
+        self.resident_size = resident_size
+        self.entry_count = entry_count
+        self.file_size = file_size
+        self._region = region
+        # Keys are the names' canonical UTF-8 (decoded leniently, as the
+        # engine does, then re-encoded), values the entry's position.
+        self._slot_by_name = slot_by_name
+        self.bytes_read = bytes_read
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str):
+            name = name.encode("utf-8", "surrogatepass")
+        return name in self._slot_by_name
+
+    def __len__(self) -> int:
+        return self.entry_count
+
+    def __repr__(self) -> str:
+        return (f"<ResidentIndex {self.path!r} entries={self.entry_count} "
+                f"indexSize={self.index_size}>")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every tensor name, in entry order."""
+        return tuple(name.decode("utf-8") for name in self._slot_by_name)
+
+    def name_bytes(self) -> list[bytes]:
+        """The canonical UTF-8 of every name, in entry order (no decoding cost)."""
+        return list(self._slot_by_name)
+
+    def entry(self, name: str) -> IndexEntry | None:
+        """The entry named `name`, or None when the index has none."""
+        slot = self._slot_by_name.get(name.encode("utf-8", "surrogatepass"))
+        if slot is None:
+            return None
+        return _decode_entry(self._region, slot, name)
+
+    def dtype_of(self, name: str) -> int | None:
+        """The dtype tag of the tensor named `name` (cheaper than `entry`)."""
+        slot = self._slot_by_name.get(name.encode("utf-8", "surrogatepass"))
+        if slot is None:
+            return None
+        return self._region[HEADER_SIZE + slot * ENTRY_SIZE + 6]
+
+
+def install_has_mtp_head(index: ResidentIndex) -> bool:
+    """True exactly when the index has an entry named `mtp.fc.weight`."""
+    return MTP_PRESENCE_TENSOR in index
+
+
+def install_has_dflash(index: ResidentIndex) -> bool:
+    """True exactly when the index has an entry named `dflash.fc.weight`."""
+    return DFLASH_PRESENCE_TENSOR in index
+
+
+def _u64(data: bytes, at: int) -> int:
+    return int.from_bytes(data[at:at + 8], "little")
+
+
+def _decode_entry(region: bytes, slot: int, name: str) -> IndexEntry:
+    base = HEADER_SIZE + slot * ENTRY_SIZE
+    e = region[base:base + ENTRY_SIZE]
+    shape = tuple(int.from_bytes(e[24 + 4 * k:28 + 4 * k], "little") for k in range(4))
+    return IndexEntry(name, e[6], _u64(e, 8), _u64(e, 16), shape,
+                      _u64(e, 40), _u64(e, 48), _u64(e, 56), _u64(e, 64))
+
+
+def _describe_file_type(mode: int) -> str:
+    import stat as st
+    for test, what in ((st.S_ISDIR, "a directory"), (st.S_ISFIFO, "a FIFO"),
+                       (st.S_ISCHR, "a character device"), (st.S_ISBLK, "a block device"),
+                       (st.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def _pread_full(fd: int, length: int, offset: int) -> bytes:
+    """Up to `length` bytes at `offset`; shorter only at end of file."""
+    first = os.pread(fd, length, offset)
+    if len(first) == length or not first:
+        return first
+    chunks = [first]
+    got = len(first)
+    while got < length:
+        more = os.pread(fd, length - got, offset + got)
+        if not more:
+            break
+        chunks.append(more)
+        got += len(more)
+    return b"".join(chunks)
+
+
+def load_resident_index(path: str | os.PathLike) -> ResidentIndex:
+    """Read and validate the resident index at `path` (a `model_weights.bin`).
+
+    Raises `ResidentIndexError` for every way the engine finds an index
+    unreadable; never anything else for a bad file.
+    """
+    path = os.fspath(path)
+    try:
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+        # writer forever. It changes nothing for a regular file.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ResidentIndexError(f"open failed: {path}: {exc.strerror or exc}",
+                                 check="open") from None
+    except ValueError as exc:  # an embedded NUL in the path
+        raise ResidentIndexError(f"open failed: {path!r}: {exc}", check="open") from None
+    try:
+        try:
+            info = os.fstat(fd)
+        except OSError as exc:
+            raise ResidentIndexError(f"stat failed: {path}: {exc.strerror or exc}",
+                                     check="stat") from None
+        import stat as st
+        if not st.S_ISREG(info.st_mode):
+            raise ResidentIndexError(
+                f"read failed: {path} is {_describe_file_type(info.st_mode)}, "
+                "not a regular file", check="not_regular_file")
+        return _read_validated(fd, path, info.st_size)
+    except OSError as exc:
+        raise ResidentIndexError(f"read failed: {path}: {exc.strerror or exc}",
+                                 check="read") from None
+    finally:
+        os.close(fd)
+
+
+def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
+    header = _pread_full(fd, HEADER_SIZE, 0)
+    # Check 1.
+    if len(header) < HEADER_SIZE:
+        raise ResidentIndexError(
+            f"{_CORRUPT}the file is {len(header)} bytes, shorter than the "
+            f"{HEADER_SIZE}-byte header", check="short_header")
+    index_size = _u64(header, 0)
+    resident_size = _u64(header, 8)
+    entry_count = _u64(header, 16)
+    # Check 2.
+    if index_size < HEADER_SIZE:
+        raise ResidentIndexError(
+            f"{_CORRUPT}indexSize {index_size} is smaller than the {HEADER_SIZE}-byte header",
+            check="index_size_below_header")
+    # Check 3: the engine does this arithmetic in u64, so overflow is its own failure.
+    table_bytes = entry_count * ENTRY_SIZE
+    if table_bytes > _U64_MAX:
+        raise ResidentIndexError(
+            f"{_CORRUPT}entryCount {entry_count} overflows: entryCount x {ENTRY_SIZE} "
+            "does not fit in 64 bits", check="entry_count_overflow")
+    table_end = HEADER_SIZE + table_bytes
+    if table_end > _U64_MAX:
+        raise ResidentIndexError(
+            f"{_CORRUPT}entryCount {entry_count} overflows: the {HEADER_SIZE}-byte header "
+            f"plus {table_bytes} bytes of entries does not fit in 64 bits",
+            check="entry_table_overflow")
+    # Check 4.
+    if table_end > index_size:
+        raise ResidentIndexError(
+            f"{_CORRUPT}entryCount {entry_count} needs an entry table ending at byte "
+            f"{table_end}, past indexSize {index_size}", check="entry_table_past_index")
+    # Check 5: also what bounds every read below by the file's real length.
+    resident_end = index_size + resident_size
+    if resident_end > _U64_MAX:
+        raise ResidentIndexError(
+            f"{_CORRUPT}indexSize {index_size} + residentSize {resident_size} overflows 64 bits",
+            check="resident_end_overflow")
+    if resident_end > file_size:
+        raise ResidentIndexError(
+            f"{_CORRUPT}indexSize {index_size} + residentSize {resident_size} = {resident_end} "
+            f"exceeds the file's {file_size} bytes", check="resident_end_past_file")
+
+    # Check 6, first half: the entry table.
+    table = _pread_full(fd, table_bytes, HEADER_SIZE)
+    if len(table) != table_bytes:
+        raise ResidentIndexError(
+            f"{_CORRUPT}read {HEADER_SIZE + len(table)} of the entry table's {table_end} "
+            "bytes (the file shrank while it was read?)", check="short_read")
+    name_offsets, name_ends = _name_ranges(table, entry_count)
+    # Only the names are read past the table; names that point outside the
+    # index region are check 7's business and are not read at all.
+    names_end = max((end for end in name_ends if end <= index_size), default=table_end)
+    tail = b""
+    if names_end > table_end:
+        tail = _pread_full(fd, names_end - table_end, table_end)
+        if len(tail) != names_end - table_end:
+            raise ResidentIndexError(
+                f"{_CORRUPT}read {table_end + len(tail)} of the {names_end} bytes of the index "
+                "region that hold names (the file shrank while it was read?)",
+                check="short_read")
+    region = header + table + tail
+    slot_by_name = _validated_names(region, table, entry_count, index_size, resident_end,
+                                    name_offsets, name_ends)
+    return ResidentIndex(path, index_size, resident_size, entry_count, file_size, region,
+                         slot_by_name, len(region))
+
+
+def _name_ranges(table: bytes, count: int) -> tuple[list[int], list[int]]:
+    if sys.byteorder == "little":
+        view = memoryview(table)
+        offsets = view.cast("I")[0::ENTRY_SIZE // 4].tolist()
+        lengths = view.cast("H")[2::ENTRY_SIZE // 2].tolist()
+    else:  # pragma: no cover - no big-endian machine here
+        offsets = [int.from_bytes(table[k * ENTRY_SIZE:k * ENTRY_SIZE + 4], "little")
+                   for k in range(count)]
+        lengths = [int.from_bytes(table[k * ENTRY_SIZE + 4:k * ENTRY_SIZE + 6], "little")
+                   for k in range(count)]
+    return offsets, list(map(add, offsets, lengths))
+
+
+def _validated_names(region: bytes, table: bytes, count: int, index_size: int,
+                     resident_end: int, name_offsets: list[int],
+                     name_ends: list[int]) -> dict[bytes, int]:
+    """Check 7 for every entry; the names keyed to their entry positions.
+
+    A vectorised pass answers "is everything fine" with C-speed loops (min/max
+    over memoryview columns): that is every real install. Only when it says no
+    does the careful pass walk the entries in order to name the FIRST failure
+    exactly as the engine would.
+    """
+    if count == 0:
+        return {}
+    if sys.byteorder == "little" and _all_ranges_valid(table, index_size, resident_end,
+                                                       name_offsets, name_ends):
+        names = list(map(region.__getitem__, map(slice, name_offsets, name_ends)))
+        if not b"".join(names).isascii():
+            # The engine decodes leniently; two different invalid byte
+            # strings can decode to the same name, and that is a duplicate.
+            names = [name.decode("utf-8", "replace").encode("utf-8") for name in names]
+        slot_by_name = dict(zip(names, range(count)))
+        if len(slot_by_name) == count:
+            return slot_by_name
+    _raise_first_entry_error(region, table, count, index_size, resident_end)
+    raise AssertionError("unreachable: the careful pass found no failing entry")  # pragma: no cover
+
+
+def _all_ranges_valid(table: bytes, index_size: int, resident_end: int,
+                      name_offsets: list[int], name_ends: list[int]) -> bool:
+    if min(name_offsets) < HEADER_SIZE or max(name_ends) > index_size:
+        return False
+    u64 = memoryview(table).cast("Q")
+    for _what, off_field, size_field in _PLANES:
+        sizes = u64[size_field::_U64_PER_ENTRY].tolist()
+        # A plane of size 0 is accepted wherever it claims to be.
+        offsets = list(compress(u64[off_field::_U64_PER_ENTRY].tolist(), sizes))
+        if not offsets:
+            continue
+        if min(offsets) < index_size:
+            return False
+        if max(map(add, offsets, filter(None, sizes))) > resident_end:
+            return False
+    return True
+
+
+def _raise_first_entry_error(region: bytes, table: bytes, count: int, index_size: int,
+                             resident_end: int) -> None:
+    seen: dict[bytes, int] = {}
+    for k in range(count):
+        e = table[k * ENTRY_SIZE:(k + 1) * ENTRY_SIZE]
+        name_offset = int.from_bytes(e[0:4], "little")
+        name_length = int.from_bytes(e[4:6], "little")
+        if name_offset < HEADER_SIZE or name_offset + name_length > index_size:
+            raise ResidentIndexError(
+                f"{_CORRUPT}entry {k} names bytes {name_offset}..{name_offset + name_length}, "
+                f"outside the index region {HEADER_SIZE}..{index_size}",
+                check="name_out_of_range")
+        name = region[name_offset:name_offset + name_length].decode("utf-8", "replace")
+        for what, off_field, size_field in _PLANES:
+            offset = _u64(e, off_field * 8)
+            size = _u64(e, size_field * 8)
+            if size and (offset < index_size or offset + size > resident_end):
+                raise ResidentIndexError(
+                    f"{_CORRUPT}entry {k} ({name!r}) {what} at {offset} + {size} bytes lies "
+                    f"outside the resident region {index_size}..{resident_end}",
+                    check=what.replace(" ", "_") + "_out_of_range")
+        key = name.encode("utf-8")
+        if key in seen:
+            raise ResidentIndexError(
+                f"{_CORRUPT}tensor {name!r} appears twice (entries {seen[key]} and {k})",
+                check="duplicate_name")
+        seen[key] = k

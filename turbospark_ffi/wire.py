@@ -1,0 +1,247 @@
+"""JSON in and out: every shape the C ABI speaks is produced here, and every
+JSON argument is parsed here.
+
+Built on the C accelerator `_json` directly rather than the `json` package:
+`json` imports `re` and `enum` (10 ms of the embedded interpreter's start-up
+here) for features these small, fixed shapes never use. The `json` package is
+imported only on the error path, to word a parse failure exactly.
+
+Output is ASCII-only JSON (non-ASCII escaped as \\uXXXX): always valid UTF-8
+for a C host, whatever text -- a lone surrogate in an ignored key, say -- a
+host sent in.
+"""
+
+from __future__ import annotations
+
+import _json
+
+from .errors import JsonArgumentError
+
+__all__ = ["parse_json_object", "parse_json_value", "dumps", "show_value", "MAX_JSON_DEPTH",
+           "choice_to_dict", "policies_to_dict", "speculation_to_dict", "plan_to_dict",
+           "choice_from_json"]
+
+# A GUI's options object is flat; 64 leaves room for anything a host nests in
+# its open-options while refusing the 100,000-deep input that would otherwise
+# run the recursive parser into the recursion limit (or a small host thread's
+# C stack).
+MAX_JSON_DEPTH = 64
+_WHITESPACE = " \t\n\r"
+
+
+class _DuplicateAwarePairs(list):
+    """The parsed object's (key, value) pairs in order, duplicates kept, so
+    that the options layer can refuse a key it uses given twice."""
+
+    __slots__ = ()
+
+
+def _refuse_constant(name: str):
+    # JSON has no NaN or Infinity; Python's parser accepts them by default.
+    raise ValueError(f"{name} is not JSON")
+
+
+class _Context:
+    strict = True
+    object_hook = None
+    object_pairs_hook = _DuplicateAwarePairs
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_refuse_constant)
+    memo: dict = {}
+
+
+_scan_once = _json.make_scanner(_Context)
+
+
+def _depth_exceeds(text: str, limit: int) -> int | None:
+    """The nesting depth if it is over `limit`, else None. Cheap unless the
+    text holds more than `limit` openers at all."""
+    if text.count("[") + text.count("{") <= limit:
+        return None
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}":
+            depth -= 1
+    return deepest if deepest > limit else None
+
+
+def parse_json_value(text: str, what: str):
+    """Parse `text` as one JSON value; objects come back as `_DuplicateAwarePairs`.
+
+    Raises `JsonArgumentError` naming `what` (the argument) and the position.
+    """
+    too_deep = _depth_exceeds(text, MAX_JSON_DEPTH)
+    if too_deep is not None:
+        raise JsonArgumentError(
+            f"{what} nests {too_deep} levels deep; accepts at most {MAX_JSON_DEPTH}")
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = _scan_once(text, start)
+        if text[end:].strip(_WHITESPACE):
+            raise ValueError("trailing data")
+    except Exception:  # any failure: reparse with `json` for an exact message
+        raise JsonArgumentError(f"{what} is not valid JSON: {_explain(text)}") from None
+    finally:
+        _Context.memo.clear()
+    return value
+
+
+def parse_json_object(text: str, what: str) -> list[tuple[str, object]]:
+    """Parse `text` as a JSON object: its (key, value) pairs in order."""
+    value = parse_json_value(text, what)
+    if not isinstance(value, _DuplicateAwarePairs):
+        raise JsonArgumentError(
+            f"{what} must be a JSON object, got {_json_type(value)}")
+    return value
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "null"
+
+
+def _explain(text: str) -> str:
+    import json
+
+    def refuse(name: str):
+        raise json.JSONDecodeError(f"{name} is not JSON", text, text.find(name))
+
+    try:
+        json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
+    except RecursionError:
+        return "nested too deeply"
+    except Exception as exc:  # pragma: no cover - json raised something unexpected
+        return f"{type(exc).__name__}: {exc}"
+    return "the value could not be read"  # pragma: no cover
+
+
+_encode_string = _json.encode_basestring_ascii
+
+
+def dumps(value: object) -> str:
+    """Compact ASCII JSON of dicts, lists, tuples, str, int, bool and None."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _encode_string(value)
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(_encode_string(k) + ":" + dumps(v) for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(map(dumps, value)) + "]"
+    if isinstance(value, float):
+        return float.__repr__(value)
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+# ---------------------------------------------------------------------------
+# The shapes. camelCase keys; the speculation shape is the engine's own
+# sessionInfo `"speculation"` object, so a host decodes both with one type.
+
+def choice_to_dict(choice) -> dict:
+    return {"drafter": choice.drafter.value,
+            "installHasMtpHead": choice.install_has_mtp_head,
+            "installHasDflash": choice.install_has_dflash,
+            "note": choice.note}
+
+
+def _policy_to_dict(policy) -> dict:
+    return {"mode": policy.mode, "block": policy.block}
+
+
+def policies_to_dict(policies) -> dict:
+    return {"mtp": _policy_to_dict(policies.mtp), "dflash": _policy_to_dict(policies.dflash)}
+
+
+def speculation_to_dict(plan, drafter) -> dict:
+    """`block` null is the "is it on" test; `drafter` is non-null exactly when
+    `block` is; `reason` is null when on, and when the caller asked for off."""
+    if plan.enabled:
+        return {"block": plan.block, "drafter": drafter.value, "reason": None}
+    return {"block": None, "drafter": None, "reason": plan.reason}
+
+
+def plan_to_dict(result) -> dict:
+    return {"drafter": choice_to_dict(result.choice),
+            "draftPolicies": policies_to_dict(result.policies),
+            "speculation": speculation_to_dict(result.speculation, result.choice.drafter),
+            "ignoredKeys": list(result.ignored_keys)}
+
+
+_CHOICE_KEYS = ("drafter", "installHasMtpHead", "installHasDflash", "note")
+
+
+def choice_from_json(text: str, what: str = "choice_json"):
+    """A `DrafterChoice` from the JSON `ts_resolve_drafter` returned. Strict:
+    exactly the four keys, each with its own type, since a host that edits
+    this object by hand would otherwise get a plan for an install it made up."""
+    from .errors import InvalidArgument
+    from .policy import DrafterChoice, SpeculativeDrafter
+
+    fields: dict = {}
+    for key, value in parse_json_object(text, what):
+        if key not in _CHOICE_KEYS:
+            raise InvalidArgument(f"{what}: unknown key {dumps(key)}; accepts exactly the keys "
+                                  f"{', '.join(_CHOICE_KEYS)} (what ts_resolve_drafter returns)")
+        if key in fields:
+            raise InvalidArgument(f"{what}: key {dumps(key)} given more than once")
+        fields[key] = value
+    missing = [k for k in _CHOICE_KEYS if k not in fields]
+    if missing:
+        raise InvalidArgument(f"{what}: missing key {', '.join(missing)}; accepts exactly the "
+                              f"keys {', '.join(_CHOICE_KEYS)} (what ts_resolve_drafter returns)")
+    drafter = fields["drafter"]
+    if drafter not in ("auto", "mtp", "dflash") or not isinstance(drafter, str):
+        raise InvalidArgument(f"{what}: drafter: got {show_value(drafter)}; accepts \"auto\", "
+                              "\"mtp\" or \"dflash\"")
+    for key in ("installHasMtpHead", "installHasDflash"):
+        if fields[key] is not None and type(fields[key]) is not bool:
+            raise InvalidArgument(f"{what}: {key}: got {show_value(fields[key])}; accepts true, "
+                                  "false or null (unknown)")
+    note = fields["note"]
+    if note is not None and not isinstance(note, str):
+        raise InvalidArgument(f"{what}: note: got {show_value(note)}; accepts a string or null")
+    return DrafterChoice(SpeculativeDrafter(drafter), fields["installHasMtpHead"],
+                         fields["installHasDflash"], note)
+
+
+def show_value(value: object) -> str:
+    """A parsed JSON value as a refusal message quotes it: scalars as JSON
+    (cut at 80 characters), containers by kind."""
+    if isinstance(value, list):
+        return "an object" if type(value) is not list else "an array"
+    if isinstance(value, float) and value != value:
+        return "a non-finite number"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "a number too large for a double"
+    text = dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
