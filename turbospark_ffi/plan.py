@@ -13,7 +13,8 @@ from .options import ABSENT, DEFAULT_OPTIONS, Options
 from .policy import (DraftPolicies, DrafterChoice, SpeculationPlan, SpeculativeDrafter,
                      choose_drafter, draft_policies, resolve_speculation)
 
-__all__ = ["PlanResult", "speculation_plan", "install_info", "check_model_dir"]
+__all__ = ["PlanResult", "speculation_plan", "plan_for_snapshot", "choice_for_snapshot",
+           "install_info", "check_model_dir"]
 
 
 class PlanResult(Value):
@@ -37,24 +38,14 @@ def check_model_dir(model_dir: str | os.PathLike) -> str:
     return model_dir
 
 
-def resolve_install_drafter(model_dir: str, requested: SpeculativeDrafter) -> DrafterChoice:
-    """`policy.resolve_drafter` on the cached snapshot of the install."""
-    from .install import snapshot
-    snap = snapshot(check_model_dir(model_dir))
+def choice_for_snapshot(snap, requested: SpeculativeDrafter) -> DrafterChoice:
+    """`policy.resolve_drafter` on an install snapshot (memoised on it)."""
     return snap.memo(("choice", requested), lambda: choose_drafter(requested, snap.index))
 
 
-def speculation_plan(model_dir: str | os.PathLike,
-                     options: Options = DEFAULT_OPTIONS) -> PlanResult:
-    """The whole decision for `model_dir` under `options`.
-
-    Raises `SpeculationRefused` (the seed's Err) for a named block that cannot
-    be served, `InvalidArgument` for an empty model_dir.
-    """
-    from .install import snapshot
-    snap = snapshot(check_model_dir(model_dir))
-    requested = options.drafter
-    choice = snap.memo(("choice", requested), lambda: choose_drafter(requested, snap.index))
+def plan_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> PlanResult:
+    """The whole decision for the install `snap` under `options`."""
+    choice = choice_for_snapshot(snap, options.drafter)
     policies = draft_policies(choice, options.speculation)
     # The note outranks the engine's reason: that one would say "carries no
     # multi-token-prediction head" -- true, and the wrong thing to tell
@@ -68,6 +59,17 @@ def speculation_plan(model_dir: str | os.PathLike,
     plan = resolve_speculation(options.speculation, choice.drafter, blocker,
                                options.deterministic)
     return PlanResult(choice, policies, plan, options.ignored_keys)
+
+
+def speculation_plan(model_dir: str | os.PathLike,
+                     options: Options = DEFAULT_OPTIONS) -> PlanResult:
+    """The whole decision for `model_dir` under `options`.
+
+    Raises `SpeculationRefused` (the seed's Err) for a named block that cannot
+    be served, `InvalidArgument` for an empty model_dir.
+    """
+    from .install import snapshot
+    return plan_for_snapshot(snapshot(check_model_dir(model_dir)), options)
 
 
 def install_info(model_dir: str | os.PathLike) -> dict:

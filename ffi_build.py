@@ -1,0 +1,211 @@
+"""Build libturbospark_ffi: include/turbospark_ffi.h + src/ts_embed.c + the
+Python package, through cffi's embedding mode.
+
+    python ffi_build.py            # builds turbospark_ffi/libturbospark_ffi.so in place
+
+In a fixed order, as cffi's own embedding examples: declare (from the header,
+which is the one source of the signatures), init code, source, compile. The
+result lands inside the package, beside a copy of the header, so that an
+installed package carries everything a native host needs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+HEADER = ROOT / "include" / "turbospark_ffi.h"
+C_SOURCE = ROOT / "src" / "ts_embed.c"
+PACKAGE = ROOT / "turbospark_ffi"
+MODULE_NAME = "_turbospark_ffi_embedded"
+
+# Declarations only the build and the init code share: the Python side of
+# the dispatcher. Not public, so not in the header.
+INTERNAL_CDEF = """
+#define TS__FN_BUILD_INFO 0
+#define TS__FN_RESOLVE_DRAFTER 1
+#define TS__FN_DRAFT_POLICIES 2
+#define TS__FN_RESOLVE_SPECULATION 3
+#define TS__FN_SPECULATION_PLAN 4
+#define TS__FN_INSTALL_INFO 5
+static void _ts_set_error(const char *msg, size_t n);
+static int32_t _ts_emit(char **out, const char *data, size_t n);
+static const char *_ts_library_path(void);
+static const char *_ts_package_parent(void);
+static int _ts_owns_interpreter(void);
+extern "Python" int32_t _ts_py_call(int32_t fn, const char *a, const char *b, char **out);
+extern "Python" int32_t _ts_py_init_status(char *buf, size_t cap);
+"""
+
+# The init code runs inside cffi's start-up. It must not raise: cffi would
+# print the traceback to the host's stderr and every call would return 0
+# (TS_OK) from then on. So it attaches the two entry points FIRST, then tries
+# to import the package, and keeps any failure as a message that every call
+# returns as TS_ERR_RUNTIME.
+INIT_CODE = r'''
+def _ts_boot():
+    import sys
+    from _turbospark_ffi_embedded import ffi, lib
+    state = {"abi": None, "error": "the turbospark_ffi package was not imported"}
+
+    def on_error(exc_type, exc_value, tb):
+        try:
+            text = "internal error: %s: %s" % (exc_type.__name__, exc_value)
+            data = text.encode("utf-8", "backslashreplace")
+            lib._ts_set_error(data, len(data))
+        except BaseException:
+            pass
+        return None
+
+    @ffi.def_extern(error=lib.TS_ERR_INTERNAL, onerror=on_error)
+    def _ts_py_call(fn, a, b, out):
+        abi = state["abi"]
+        if abi is None:
+            data = state["error"].encode("utf-8", "backslashreplace")
+            lib._ts_set_error(data, len(data))
+            return lib.TS_ERR_RUNTIME
+        return abi.dispatch(fn, a, b, out)
+
+    @ffi.def_extern(error=lib.TS_ERR_RUNTIME, onerror=on_error)
+    def _ts_py_init_status(buf, cap):
+        if state["abi"] is not None:
+            return lib.TS_OK
+        data = state["error"].encode("utf-8", "backslashreplace")[:max(cap - 1, 0)]
+        ffi.memmove(buf, data + b"\0", len(data) + 1)
+        return lib.TS_ERR_RUNTIME
+
+    parent = "?"
+    try:
+        parent = ffi.string(lib._ts_package_parent()).decode("utf-8", "surrogateescape")
+        if lib._ts_owns_interpreter():
+            # Our interpreter: keep the host's streams clean. A sink, not
+            # None: with None CPython writes to the real stderr.
+            class _Sink:
+                def write(self, text):
+                    return len(text)
+                def flush(self):
+                    pass
+                def isatty(self):
+                    return False
+            sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = _Sink()
+        elif parent not in sys.path:
+            sys.path.append(parent)
+        from turbospark_ffi import _abi
+        _abi.bind(ffi, lib)
+        state["abi"] = _abi
+    except BaseException as exc:
+        state["error"] = ("the turbospark_ffi package could not be imported from %s: %s: %s"
+                          % (parent, type(exc).__name__, exc))
+
+try:
+    _ts_boot()
+except BaseException:
+    pass
+del _ts_boot
+'''
+
+
+def cdef_from_header(text: str) -> str:
+    """The header's declarations as cffi's parser takes them: integer
+    #defines kept; comments, other preprocessor lines, the C++ guard and
+    the visibility/nullability macros removed."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    out = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            m = re.match(r"#\s*define\s+(TS_[A-Z0-9_]+)\s+(\d+)\s*$", stripped)
+            if m and m.group(1) not in ("TS_NONNULL", "TS_NULLABLE", "TS_API"):
+                out.append(f"#define {m.group(1)} {m.group(2)}")
+            continue
+        if stripped in ('extern "C" {', "}"):
+            continue
+        out.append(line)
+    body = "\n".join(out)
+    body = re.sub(r"\b(TS_API|TS_NONNULL|TS_NULLABLE)\b", "", body)
+    return body
+
+
+def require_shared_libpython() -> None:
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        sys.exit(
+            "ffi_build: this Python (%s) has no shared libpython, which an embedded "
+            "interpreter needs (the C host links it). Install a Python built with "
+            "--enable-shared (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install "
+            "3.11; Debian: libpython3.11-dev) and build with that one." % sys.executable)
+
+
+def build_defines() -> str:
+    import _cffi_backend
+
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stdlib = sysconfig.get_path("stdlib")
+    dynload = os.path.join(stdlib, "lib-dynload")
+    if not os.path.isdir(dynload):
+        dynload = sysconfig.get_config_var("DESTSHARED") or dynload
+    values = {
+        "TS_BUILD_PYTHON_HOME": sys.base_prefix,
+        "TS_BUILD_STDLIB": stdlib,
+        "TS_BUILD_DYNLOAD": dynload,
+        "TS_BUILD_CFFI_DIR": os.path.dirname(os.path.abspath(_cffi_backend.__file__)),
+        "TS_BUILD_PYTHON_DIRNAME": f"python{version}",
+        "TS_BUILD_STDLIB_ZIP_NAME": f"python{version.replace('.', '')}.zip",
+    }
+
+    def c_string(value: str) -> str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return "".join(f"#define {k} {c_string(v)}\n" for k, v in values.items())
+
+
+def make_ffi():
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(cdef_from_header(HEADER.read_text()))
+    ffi.cdef(INTERNAL_CDEF)
+    ffi.embedding_init_code(INIT_CODE)
+    libdir = sysconfig.get_config_var("LIBDIR")
+    ffi.set_source(
+        MODULE_NAME,
+        build_defines() + C_SOURCE.read_text(),
+        include_dirs=[str(HEADER.parent)],
+        libraries=["dl", "pthread"],
+        extra_compile_args=["-O2", "-Wall", "-Wno-unused-function", "-Wno-format-truncation"],
+        # rpath: the libpython this links, wherever the host runs from.
+        # nodelete: Python cannot be unloaded, so neither can we.
+        extra_link_args=[f"-Wl,-rpath,{libdir}", "-Wl,-z,nodelete"],
+    )
+    return ffi
+
+
+def library_filename() -> str:
+    return "libturbospark_ffi.dylib" if sys.platform == "darwin" else "libturbospark_ffi.so"
+
+
+def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool = False) -> Path:
+    require_shared_libpython()
+    tmpdir = tmpdir or ROOT / "build" / "cffi"
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    ffi = make_ffi()
+    built = Path(ffi.compile(tmpdir=str(tmpdir), target="libturbospark_ffi.*",
+                             verbose=verbose))
+    target = package_dir / library_filename()
+    tmp_target = target.with_suffix(target.suffix + ".tmp")
+    shutil.copy2(built, tmp_target)
+    # Atomic replace: a host with the old library mapped keeps its copy.
+    os.replace(tmp_target, target)
+    include = package_dir / "include"
+    include.mkdir(exist_ok=True)
+    shutil.copy2(HEADER, include / HEADER.name)
+    return target
+
+
+if __name__ == "__main__":
+    print(build(verbose="-v" in sys.argv))

@@ -1,0 +1,516 @@
+/* The C that only C can do: the public entry points of turbospark_ffi.h as
+ * thin wrappers around one Python dispatcher, plus what must work without
+ * Python (the ABI version, the thread-local last error, freeing results) and
+ * what must happen before Python exists (finding ourselves, pinning the
+ * interpreter's home, starting it exactly once).
+ *
+ * Why wrappers at all, instead of cffi's own embedding_api() exports: a
+ * generated export returns 0 when the interpreter failed to start, and 0 is
+ * TS_OK here -- a silent success. Every wrapper below starts the runtime
+ * first and returns TS_ERR_RUNTIME, with a message, when it could not.
+ *
+ * ffi_build.py prepends the TS_BUILD_* definitions (paths of the Python this
+ * was built with) and passes this file to cffi's set_source; cffi has already
+ * included Python.h and its embedding logic (cffi_start_python) above it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "turbospark_ffi.h"
+
+/* Dispatch ids: also declared to cffi (ffi_build.py), so Python reads the
+ * same numbers. */
+#define TS__FN_BUILD_INFO 0
+#define TS__FN_RESOLVE_DRAFTER 1
+#define TS__FN_DRAFT_POLICIES 2
+#define TS__FN_RESOLVE_SPECULATION 3
+#define TS__FN_SPECULATION_PLAN 4
+#define TS__FN_INSTALL_INFO 5
+
+/* extern "Python" functions, defined by cffi from the cdef; forward. */
+static int32_t _ts_py_call(int32_t fn, const char *a, const char *b, char **out);
+static int32_t _ts_py_init_status(char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------
+ * The last error: one heap buffer per thread, freed when the thread exits
+ * (pthread key destructor), so nothing accumulates per thread. */
+
+struct ts_error {
+    char *msg;
+    size_t len;
+    size_t cap;
+};
+
+static pthread_key_t ts_error_key;
+static pthread_once_t ts_error_once = PTHREAD_ONCE_INIT;
+static int ts_error_key_ok = 0;
+/* What a thread reads when even its error buffer could not be allocated. */
+static const char ts_oom_message[] = "out of memory while recording an error";
+
+static void ts_error_destroy(void *p) {
+    struct ts_error *e = (struct ts_error *)p;
+    if (e != NULL) {
+        free(e->msg);
+        free(e);
+    }
+}
+
+static void ts_error_key_init(void) {
+    ts_error_key_ok = pthread_key_create(&ts_error_key, ts_error_destroy) == 0;
+}
+
+static struct ts_error *ts_error_get(int create) {
+    struct ts_error *e;
+    pthread_once(&ts_error_once, ts_error_key_init);
+    if (!ts_error_key_ok)
+        return NULL;
+    e = (struct ts_error *)pthread_getspecific(ts_error_key);
+    if (e == NULL && create) {
+        e = (struct ts_error *)calloc(1, sizeof *e);
+        if (e != NULL && pthread_setspecific(ts_error_key, e) != 0) {
+            free(e);
+            e = NULL;
+        }
+    }
+    return e;
+}
+
+static void ts_error_clear(void) {
+    struct ts_error *e = ts_error_get(0);
+    if (e != NULL)
+        e->len = 0;
+}
+
+/* Called by Python too (cdef'd in ffi_build.py). */
+static void _ts_set_error(const char *msg, size_t n) {
+    struct ts_error *e = ts_error_get(1);
+    if (e == NULL)
+        return;
+    if (n + 1 > e->cap) {
+        char *grown = (char *)realloc(e->msg, n + 1);
+        if (grown == NULL) {
+            n = sizeof ts_oom_message - 1;
+            if (e->cap < n + 1) {
+                e->len = 0;
+                return;
+            }
+            msg = ts_oom_message;
+        } else {
+            e->msg = grown;
+            e->cap = n + 1;
+        }
+    }
+    memcpy(e->msg, msg, n);
+    e->msg[n] = '\0';
+    e->len = n;
+}
+
+static void ts_set_error_str(const char *msg) { _ts_set_error(msg, strlen(msg)); }
+
+/* Called by Python: hand a result to the caller as a malloc'd copy. */
+static int32_t _ts_emit(char **out, const char *data, size_t n) {
+    char *copy = (char *)malloc(n + 1);
+    if (copy == NULL) {
+        ts_set_error_str("out of memory while returning a result");
+        return TS_ERR_INTERNAL;
+    }
+    memcpy(copy, data, n);
+    copy[n] = '\0';
+    *out = copy;
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Finding ourselves and starting Python. */
+
+static pthread_once_t ts_runtime_once = PTHREAD_ONCE_INIT;
+static int32_t ts_runtime_status = TS_ERR_RUNTIME;
+static char ts_runtime_message[4096] = "the embedded Python runtime did not start";
+static char ts_library_path[PATH_MAX];
+static char ts_package_parent[PATH_MAX];
+static int ts_owns_interpreter = 0;
+
+static const char *_ts_library_path(void) { return ts_library_path; }
+static const char *_ts_package_parent(void) { return ts_package_parent; }
+static int _ts_owns_interpreter(void) { return ts_owns_interpreter; }
+
+static void ts_runtime_fail(const char *fmt, const char *a, const char *b) {
+    snprintf(ts_runtime_message, sizeof ts_runtime_message, fmt, a ? a : "", b ? b : "");
+    ts_runtime_status = TS_ERR_RUNTIME;
+}
+
+static int ts_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int ts_join(char *dst, size_t cap, const char *a, const char *b) {
+    int n = snprintf(dst, cap, "%s/%s", a, b);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* Where the interpreter's files are, decided from this library's own path.
+ *
+ * A relocatable bundle (turbospark-ffi bundle) puts the interpreter beside
+ * the library: lib/libturbospark_ffi.so, python/ (home), python/lib/... , and
+ * everything is found relative to the library. Otherwise the library lives
+ * inside the installed package and uses the Python it was built with, at the
+ * home baked in at build time: a GUI has no venv, PATH or PYTHONHOME to go
+ * by, and a home computed from PATH would load a standard library that does
+ * not match the libpython this links. */
+struct ts_layout {
+    char home[PATH_MAX];
+    char stdlib[PATH_MAX];
+    char dynload[PATH_MAX];
+    char cffi_dir[PATH_MAX];
+    char package_parent[PATH_MAX];
+    char stdlib_zip[PATH_MAX];
+    int bundled;
+};
+
+static int ts_find_layout(const char *lib_dir, struct ts_layout *L) {
+    char probe[PATH_MAX];
+    char up[PATH_MAX];
+    memset(L, 0, sizeof *L);
+    /* Bundle: <root>/lib/libturbospark_ffi.so and <root>/python/. */
+    if (snprintf(up, sizeof up, "%s/..", lib_dir) >= (int)sizeof up)
+        return -1;
+    if (realpath(up, probe) != NULL) {
+        char marker[PATH_MAX];
+        if (ts_join(marker, sizeof marker, probe, "python/turbospark_bundle.txt") &&
+            ts_is_file(marker)) {
+            L->bundled = 1;
+            if (!ts_join(L->home, sizeof L->home, probe, "python") ||
+                !ts_join(L->stdlib_zip, sizeof L->stdlib_zip, L->home, TS_BUILD_STDLIB_ZIP_NAME) ||
+                !ts_join(L->stdlib, sizeof L->stdlib, L->home, "lib/" TS_BUILD_PYTHON_DIRNAME) ||
+                !ts_join(L->dynload, sizeof L->dynload, L->stdlib, "lib-dynload") ||
+                !ts_join(L->package_parent, sizeof L->package_parent, L->home, "site-packages"))
+                return -1;
+            snprintf(L->cffi_dir, sizeof L->cffi_dir, "%s", L->package_parent);
+            return 0;
+        }
+    }
+    /* Installed package: <site-packages>/turbospark_ffi/libturbospark_ffi.so */
+    if (snprintf(L->package_parent, sizeof L->package_parent, "%s", lib_dir) >=
+        (int)sizeof L->package_parent)
+        return -1;
+    {
+        char *slash = strrchr(L->package_parent, '/');
+        if (slash == NULL)
+            return -1;
+        *slash = '\0';
+    }
+    snprintf(L->home, sizeof L->home, "%s", TS_BUILD_PYTHON_HOME);
+    snprintf(L->stdlib, sizeof L->stdlib, "%s", TS_BUILD_STDLIB);
+    snprintf(L->dynload, sizeof L->dynload, "%s", TS_BUILD_DYNLOAD);
+    snprintf(L->cffi_dir, sizeof L->cffi_dir, "%s", TS_BUILD_CFFI_DIR);
+    return 0;
+}
+
+static int ts_append_path(PyConfig *config, const char *path) {
+    wchar_t *w = Py_DecodeLocale(path, NULL);
+    PyStatus status;
+    if (w == NULL)
+        return -1;
+    status = PyWideStringList_Append(&config->module_search_paths, w);
+    PyMem_RawFree(w);
+    return PyStatus_Exception(status) ? -1 : 0;
+}
+
+static int ts_set_wide(PyConfig *config, wchar_t **field, const char *value) {
+    PyStatus status = PyConfig_SetBytesString(config, field, value);
+    return PyStatus_Exception(status) ? -1 : 0;
+}
+
+/* Start an interpreter of our own: isolated (no environment variables, no
+ * user site, no current directory on sys.path), no signal handlers (the
+ * host's SIGINT stays the host's), no bytecode writing into the host's
+ * folders, home and search path pinned. Returns with the GIL released. */
+static int ts_start_own_interpreter(const struct ts_layout *L) {
+    PyConfig config;
+    PyStatus status;
+    char check[PATH_MAX];
+
+    /* CPython aborts the whole process when it cannot find its standard
+     * library; look first, and refuse with a message instead. */
+    if (!ts_join(check, sizeof check, L->stdlib, "os.py") ||
+        (!ts_is_file(check) && !ts_is_file(L->stdlib_zip))) {
+        ts_runtime_fail("the Python standard library is not at %s (this library was built "
+                        "against the Python whose home is %s; reinstall that Python or "
+                        "rebuild the library against the Python installed now)",
+                        L->stdlib, L->home);
+        return -1;
+    }
+
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;
+    config.write_bytecode = 0;
+    config.site_import = 0;
+    config.user_site_directory = 0;
+    config.pathconfig_warnings = 0;
+    config.parse_argv = 0;
+    config.buffered_stdio = 0;
+    config.module_search_paths_set = 1;
+    if (ts_set_wide(&config, &config.home, L->home) != 0 ||
+        ts_set_wide(&config, &config.program_name, "turbospark_ffi") != 0 ||
+        ts_append_path(&config, L->package_parent) != 0 ||
+        (L->bundled && ts_append_path(&config, L->stdlib_zip) != 0) ||
+        ts_append_path(&config, L->stdlib) != 0 ||
+        ts_append_path(&config, L->dynload) != 0 ||
+        (strcmp(L->cffi_dir, L->package_parent) != 0 &&
+         ts_append_path(&config, L->cffi_dir) != 0)) {
+        PyConfig_Clear(&config);
+        ts_runtime_fail("could not configure the embedded Python (out of memory?)%s%s",
+                        NULL, NULL);
+        return -1;
+    }
+    status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(status)) {
+        ts_runtime_fail("the embedded Python failed to start: %s%s",
+                        status.err_msg ? status.err_msg : "unknown error",
+                        status.func ? " (in CPython's start-up)" : "");
+        return -1;
+    }
+    ts_owns_interpreter = 1;
+    /* cffi's backend must import before cffi's own start-up runs: if it
+     * cannot, cffi would print to the host's stderr and return 0 forever. */
+    {
+        PyObject *backend = PyImport_ImportModule("_cffi_backend");
+        if (backend == NULL) {
+            PyObject *type, *value, *tb, *text = NULL;
+            const char *detail = "unknown error";
+            PyErr_Fetch(&type, &value, &tb);
+            if (value != NULL)
+                text = PyObject_Str(value);
+            if (text != NULL)
+                detail = PyUnicode_AsUTF8(text);
+            ts_runtime_fail("cffi is missing: cannot import its backend _cffi_backend "
+                            "(%s); install cffi beside the package, in %s",
+                            detail ? detail : "unknown error", L->package_parent);
+            Py_XDECREF(text);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            PyErr_Clear();
+            PyEval_SaveThread();
+            return -1;
+        }
+        Py_DECREF(backend);
+    }
+    PyEval_SaveThread();
+    return 0;
+}
+
+static void ts_runtime_start(void) {
+    Dl_info self, py;
+    struct ts_layout layout;
+    char lib_dir[PATH_MAX];
+    char *slash;
+
+    if (dladdr((void *)&ts_abi_version, &self) == 0 || self.dli_fname == NULL ||
+        realpath(self.dli_fname, ts_library_path) == NULL) {
+        ts_runtime_fail("cannot locate libturbospark_ffi itself (dladdr/realpath failed)%s%s",
+                        NULL, NULL);
+        return;
+    }
+    snprintf(lib_dir, sizeof lib_dir, "%s", ts_library_path);
+    slash = strrchr(lib_dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (ts_find_layout(lib_dir, &layout) != 0) {
+        ts_runtime_fail("the library's path %s is too long to derive its package from%s",
+                        ts_library_path, NULL);
+        return;
+    }
+    snprintf(ts_package_parent, sizeof ts_package_parent, "%s", layout.package_parent);
+
+    /* A host that dlopen()ed us RTLD_LOCAL (a plugin loader) makes libpython's
+     * symbols invisible to the extension modules Python will load, which are
+     * not linked against it on Linux ("undefined symbol: PyExc_..."). Promote
+     * the libpython already loaded to RTLD_GLOBAL. */
+    if (dladdr((void *)&Py_IsInitialized, &py) != 0 && py.dli_fname != NULL) {
+        void *handle = dlopen(py.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+        (void)handle; /* deliberately kept: libpython is never unloaded */
+    }
+
+    if (!Py_IsInitialized()) {
+        if (ts_start_own_interpreter(&layout) != 0)
+            return;
+    }
+    /* else: the host is itself a Python process; its interpreter, its
+     * streams and its signal handlers are the host's, and we leave them. */
+
+    if (cffi_start_python() != 0) {
+        ts_runtime_fail("cffi's embedding start-up failed (the init code could not run); "
+                        "package directory: %s%s", ts_package_parent, NULL);
+        return;
+    }
+    {
+        char message[sizeof ts_runtime_message];
+        int32_t status;
+        message[0] = '\0';
+        status = _ts_py_init_status(message, sizeof message);
+        if (status != TS_OK) {
+            if (message[0] == '\0')
+                snprintf(message, sizeof message,
+                         "the turbospark_ffi package did not load (status %d)", (int)status);
+            snprintf(ts_runtime_message, sizeof ts_runtime_message, "%s", message);
+            ts_runtime_status = TS_ERR_RUNTIME;
+            return;
+        }
+    }
+    ts_runtime_status = TS_OK;
+}
+
+/* Start the runtime once; every later call gets the first call's verdict. */
+static int32_t ts_enter(void) {
+    pthread_once(&ts_runtime_once, ts_runtime_start);
+    if (ts_runtime_status != TS_OK) {
+        ts_set_error_str(ts_runtime_message);
+        return TS_ERR_RUNTIME;
+    }
+    return TS_OK;
+}
+
+static int32_t ts_null_argument(const char *name, const char *what) {
+    char message[256];
+    snprintf(message, sizeof message, "%s is NULL; accepts %s", name, what);
+    ts_set_error_str(message);
+    return TS_ERR_INVALID_ARGUMENT;
+}
+
+/* The common tail of every Python-backed call: whatever Python did, the
+ * contract holds -- TS_OK with a result, or an error status with a message
+ * and *out NULL. */
+static int32_t ts_call(int32_t fn, const char *a, const char *b, char **out) {
+    int32_t status;
+    *out = NULL;
+    status = _ts_py_call(fn, a, b != NULL ? b : "", out);
+    if (status == TS_OK && *out == NULL) {
+        ts_set_error_str("internal error: the call produced no result");
+        return TS_ERR_INTERNAL;
+    }
+    if (status != TS_OK) {
+        if (*out != NULL) {
+            free(*out);
+            *out = NULL;
+        }
+        if (ts_last_error(NULL, 0) == 0)
+            ts_set_error_str("internal error: the call failed without a message");
+    }
+    return status;
+}
+
+#define TS_OUT_ACCEPTS "the address of a char * to receive the result"
+#define TS_DIR_ACCEPTS "the path of an install directory, as UTF-8"
+
+/* ------------------------------------------------------------------------
+ * The public entry points. */
+
+TS_API uint32_t ts_abi_version(void) { return TS_ABI_VERSION; }
+
+TS_API size_t ts_last_error(char *buf, size_t cap) {
+    struct ts_error *e = ts_error_get(0);
+    size_t len = e != NULL ? e->len : 0;
+    if (buf != NULL && cap > 0) {
+        size_t n = len < cap - 1 ? len : cap - 1;
+        /* Never cut a UTF-8 sequence in half: back off to its lead byte. */
+        if (n < len)
+            while (n > 0 && ((unsigned char)e->msg[n] & 0xC0) == 0x80)
+                n--;
+        if (n > 0)
+            memcpy(buf, e->msg, n);
+        buf[n] = '\0';
+    }
+    return len;
+}
+
+TS_API void ts_string_free(char *s) { free(s); }
+
+TS_API int32_t ts_build_info_json(char **out_json) {
+    int32_t status;
+    ts_error_clear();
+    if (out_json == NULL)
+        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
+    *out_json = NULL;
+    if ((status = ts_enter()) != TS_OK)
+        return status;
+    return ts_call(TS__FN_BUILD_INFO, "", "", out_json);
+}
+
+TS_API int32_t ts_resolve_drafter(const char *model_dir, const char *options_json,
+                                  char **out_json) {
+    int32_t status;
+    ts_error_clear();
+    if (out_json == NULL)
+        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
+    *out_json = NULL;
+    if (model_dir == NULL)
+        return ts_null_argument("model_dir", TS_DIR_ACCEPTS);
+    if ((status = ts_enter()) != TS_OK)
+        return status;
+    return ts_call(TS__FN_RESOLVE_DRAFTER, model_dir, options_json, out_json);
+}
+
+TS_API int32_t ts_draft_policies(const char *choice_json, const char *options_json,
+                                 char **out_json) {
+    int32_t status;
+    ts_error_clear();
+    if (out_json == NULL)
+        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
+    *out_json = NULL;
+    if (choice_json == NULL)
+        return ts_null_argument("choice_json", "the JSON object ts_resolve_drafter returned");
+    if ((status = ts_enter()) != TS_OK)
+        return status;
+    return ts_call(TS__FN_DRAFT_POLICIES, choice_json, options_json, out_json);
+}
+
+TS_API int32_t ts_resolve_speculation(const char *options_json, char **out_json) {
+    int32_t status;
+    ts_error_clear();
+    if (out_json == NULL)
+        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
+    *out_json = NULL;
+    if ((status = ts_enter()) != TS_OK)
+        return status;
+    return ts_call(TS__FN_RESOLVE_SPECULATION, options_json != NULL ? options_json : "", "",
+                   out_json);
+}
+
+TS_API int32_t ts_speculation_plan(const char *model_dir, const char *options_json,
+                                   char **out_json) {
+    int32_t status;
+    ts_error_clear();
+    if (out_json == NULL)
+        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
+    *out_json = NULL;
+    if (model_dir == NULL)
+        return ts_null_argument("model_dir", TS_DIR_ACCEPTS);
+    if ((status = ts_enter()) != TS_OK)
+        return status;
+    return ts_call(TS__FN_SPECULATION_PLAN, model_dir, options_json, out_json);
+}
+
+TS_API int32_t ts_install_info_json(const char *model_dir, char **out_json) {
+    int32_t status;
+    ts_error_clear();
+    if (out_json == NULL)
+        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
+    *out_json = NULL;
+    if (model_dir == NULL)
+        return ts_null_argument("model_dir", TS_DIR_ACCEPTS);
+    if ((status = ts_enter()) != TS_OK)
+        return status;
+    return ts_call(TS__FN_INSTALL_INFO, model_dir, "", out_json);
+}

@@ -1,0 +1,167 @@
+"""The Python behind include/turbospark_ffi.h: decode the C arguments, call the
+policy, encode the result, map errors to status codes. Nothing else.
+
+Only this module touches cffi objects; the policy modules never import cffi.
+The status numbers come from the header (through the cffi `lib`), so they
+have one source.
+"""
+
+from __future__ import annotations
+
+from .errors import InvalidArgument, JsonArgumentError, SpeculationRefused
+
+_ffi = None
+_lib = None
+_string = None
+_emit = None
+_set_error = None
+_handlers: dict = {}
+_STATUS: dict = {}
+_MAX_MEMO = 256  # derived answers kept per install snapshot
+
+
+def bind(ffi, lib) -> None:
+    """Attach to the embedded module: called once by the init code."""
+    global _ffi, _lib, _string, _emit, _set_error
+    _ffi, _lib = ffi, lib
+    _string = ffi.string
+    _emit = lib._ts_emit
+    _set_error = lib._ts_set_error
+    _STATUS.update({
+        InvalidArgument: lib.TS_ERR_INVALID_ARGUMENT,
+        JsonArgumentError: lib.TS_ERR_JSON,
+        SpeculationRefused: lib.TS_ERR_REFUSED,
+    })
+    _handlers.update({
+        lib.TS__FN_BUILD_INFO: _build_info,
+        lib.TS__FN_RESOLVE_DRAFTER: _resolve_drafter,
+        lib.TS__FN_DRAFT_POLICIES: _draft_policies,
+        lib.TS__FN_RESOLVE_SPECULATION: _resolve_speculation,
+        lib.TS__FN_SPECULATION_PLAN: _speculation_plan,
+        lib.TS__FN_INSTALL_INFO: _install_info,
+    })
+
+
+def _fail(status: int, message: str) -> int:
+    data = message.encode("utf-8", "backslashreplace")
+    _set_error(data, len(data))
+    return status
+
+
+def dispatch(fn: int, a, b, out) -> int:
+    """One C call. `a` and `b` are non-NULL `const char *` (C passes "" for
+    an absent options string); `out` is the caller's `char **`."""
+    try:
+        outcome = _handlers[fn](_string(a), _string(b))
+    except RecursionError:
+        return _fail(_lib.TS_ERR_JSON, "a JSON argument nests too deeply to parse")
+    except MemoryError:
+        return _fail(_lib.TS_ERR_INTERNAL, "internal error: out of memory")
+    except Exception as exc:  # the boundary: nothing crosses it
+        status = _STATUS.get(type(exc))
+        if status is None:
+            return _fail(_lib.TS_ERR_INTERNAL,
+                         f"internal error: {type(exc).__name__}: {exc}")
+        return _fail(status, str(exc))
+    if type(outcome) is bytes:
+        return _emit(out, outcome, len(outcome))
+    status, message = outcome
+    return _fail(status, message)
+
+
+def _encode(value) -> bytes:
+    from .wire import dumps
+    return dumps(value).encode("ascii")
+
+
+def _model_dir(raw: bytes) -> str:
+    from .options import decode_text
+    from .plan import check_model_dir
+    return check_model_dir(decode_text(raw, "model_dir"))
+
+
+def _memo(snap, key, compute):
+    """Answers memoised on the install snapshot they were computed from, so
+    they live and die with it and can never outlive a change to the files."""
+    memo = snap._memo
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    if len(memo) >= _MAX_MEMO:
+        memo.clear()
+    try:
+        value = compute()
+    except SpeculationRefused as exc:
+        value = (_lib.TS_ERR_REFUSED, str(exc))
+    if snap.trusted:
+        memo[key] = value
+    return value
+
+
+def _speculation_plan(model_dir: bytes, options: bytes):
+    from .install import snapshot
+    snap = snapshot(_model_dir(model_dir))
+    return _memo(snap, ("plan", options), lambda: _plan_json(snap, options))
+
+
+def _plan_json(snap, options: bytes) -> bytes:
+    from .options import parse_options
+    from .plan import plan_for_snapshot
+    from .wire import plan_to_dict
+    return _encode(plan_to_dict(plan_for_snapshot(snap, parse_options(options))))
+
+
+def _resolve_drafter(model_dir: bytes, options: bytes):
+    from .install import snapshot
+    snap = snapshot(_model_dir(model_dir))
+
+    def compute() -> bytes:
+        from .options import parse_options
+        from .plan import choice_for_snapshot
+        from .wire import choice_to_dict
+        return _encode(choice_to_dict(choice_for_snapshot(snap, parse_options(options).drafter)))
+    return _memo(snap, ("drafter", options), compute)
+
+
+def _draft_policies(choice_json: bytes, options: bytes) -> bytes:
+    from .options import decode_text, parse_options
+    from .policy import draft_policies
+    from .wire import choice_from_json, policies_to_dict
+    choice = choice_from_json(decode_text(choice_json, "choice_json"))
+    return _encode(policies_to_dict(draft_policies(choice, parse_options(options).speculation)))
+
+
+def _resolve_speculation(options: bytes, _unused: bytes):
+    from .options import ABSENT, parse_options
+    from .policy import SpeculativeDrafter, resolve_speculation
+    from .wire import speculation_to_dict
+    opts = parse_options(options)
+    # An absent or auto drafter takes the seed's non-DFlash2 arms, which is
+    # the MTP drafter's, and is reported as such.
+    drafter = SpeculativeDrafter.MTP if opts.drafter is SpeculativeDrafter.AUTO else opts.drafter
+    blocker = None if opts.engine_blocker is ABSENT else opts.engine_blocker
+    plan = resolve_speculation(opts.speculation, drafter, blocker, opts.deterministic)
+    return _encode(speculation_to_dict(plan, drafter))
+
+
+def _install_info(model_dir: bytes, _unused: bytes) -> bytes:
+    from .plan import install_info
+    return _encode(install_info(_model_dir(model_dir)))
+
+
+def _build_info(_a: bytes, _b: bytes) -> bytes:
+    import os
+    import sys
+    from . import __version__
+    library = _string(_lib._ts_library_path()).decode("utf-8", "surrogateescape")
+    return _encode({
+        "abiVersion": _lib.TS_ABI_VERSION,
+        "version": __version__,
+        "python": "%d.%d.%d" % sys.version_info[:3],
+        "library": library,
+        "package": os.path.dirname(os.path.abspath(__file__)),
+        "pythonHome": sys.base_prefix,
+        "pythonExecutable": sys.executable or None,
+        "sysPath": list(sys.path),
+        "ownsInterpreter": bool(_lib._ts_owns_interpreter()),
+    })
