@@ -153,6 +153,11 @@ static int ts_is_file(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+static int ts_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static int ts_join(char *dst, size_t cap, const char *a, const char *b) {
     int n = snprintf(dst, cap, "%s/%s", a, b);
     return n > 0 && (size_t)n < cap;
@@ -266,7 +271,9 @@ static int ts_start_own_interpreter(const struct ts_layout *L) {
         (L->bundled && ts_append_path(&config, L->stdlib_zip) != 0) ||
         ts_append_path(&config, L->stdlib) != 0 ||
         ts_append_path(&config, L->dynload) != 0 ||
-        (strcmp(L->cffi_dir, L->package_parent) != 0 &&
+        /* The build's cffi, only where it still exists: pip builds in a
+         * throw-away environment, and then cffi is found beside the package. */
+        (strcmp(L->cffi_dir, L->package_parent) != 0 && ts_is_dir(L->cffi_dir) &&
          ts_append_path(&config, L->cffi_dir) != 0)) {
         PyConfig_Clear(&config);
         ts_runtime_fail("could not configure the embedded Python (out of memory?)%s%s",

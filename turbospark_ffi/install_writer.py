@@ -27,6 +27,8 @@ __all__ = [
     "trunk_tensors",
     "encode_index",
     "write_install",
+    "SAMPLE_SHAPES",
+    "write_samples",
 ]
 
 
@@ -239,3 +241,19 @@ def _write_manifest(model_dir: Path, files: list[Path]) -> None:
     (model_dir / "manifest.json").write_text(json.dumps(
         {"magic": "GTURBO", "versionMajor": 1, "versionMinor": 0, "files": entries},
         indent=2, sort_keys=True) + "\n")
+
+
+# The four install shapes the policy tells apart, at the real dense 27B's
+# size (64 layers: 851 trunk entries, 866 with the MTP head).
+SAMPLE_SHAPES = {
+    "none": {},
+    "mtp": {"mtp": True},
+    "dflash": {"dflash": True},
+    "both": {"mtp": True, "dflash": True},
+}
+
+
+def write_samples(root: str | os.PathLike) -> list[Path]:
+    """Write the four sample installs under `root` (what ships in the package)."""
+    return [write_install(Path(root) / name, layers=64, **shape)
+            for name, shape in SAMPLE_SHAPES.items()]

@@ -1,0 +1,52 @@
+"""Where the native pieces of an installed package are, and how a C host
+links them: the data behind `turbospark-ffi config` and the pkg-config file."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["package_dir", "include_dir", "library_path", "cflags", "libs", "pkg_config"]
+
+
+def package_dir() -> str:
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def include_dir() -> str:
+    return os.path.join(package_dir(), "include")
+
+
+def library_name() -> str:
+    return "libturbospark_ffi.dylib" if sys.platform == "darwin" else "libturbospark_ffi.so"
+
+
+def library_path() -> str:
+    return os.path.join(package_dir(), library_name())
+
+
+def cflags() -> str:
+    return f"-I{include_dir()}"
+
+
+def libs() -> str:
+    # The rpath lets the host find the library where the package lives
+    # without LD_LIBRARY_PATH; the library finds libpython by its own rpath.
+    return f"-L{package_dir()} -lturbospark_ffi -Wl,-rpath,{package_dir()}"
+
+
+def pkg_config(prefix: str | None = None) -> str:
+    """A turbospark_ffi.pc. With `prefix`, paths are relative to it (a bundle
+    sets `prefix=${pcfiledir}/..`); without, they point into this package."""
+    from . import __version__
+    if prefix is None:
+        libdir, includedir, head = package_dir(), include_dir(), ""
+    else:
+        head = f"prefix={prefix}\n"
+        libdir, includedir = "${prefix}/lib", "${prefix}/include"
+    return (f"{head}libdir={libdir}\nincludedir={includedir}\n\n"
+            "Name: turbospark_ffi\n"
+            "Description: the turbospark-runtime speculation policy as a C ABI\n"
+            f"Version: {__version__}\n"
+            "Cflags: -I${includedir}\n"
+            "Libs: -L${libdir} -lturbospark_ffi -Wl,-rpath,${libdir}\n")
