@@ -48,18 +48,14 @@ def first_full_attention_layer(index: ResidentIndex) -> int | None:
     `linear_attn`). The MTP head's and the drafter's own attention tensors
     are not trunk layers and are not counted.
     """
-    blob = b"\n" + b"\n".join(index.name_bytes()) + b"\n"
     best = None
-    at = blob.find(_SELF_ATTN)
-    while at >= 0:
-        line_start = blob.rfind(b"\n", 0, at) + 1
-        if blob.startswith(_TRUNK_LAYER_PREFIX, line_start):
-            number = blob[line_start + len(_TRUNK_LAYER_PREFIX):at]
+    for name in index.names_containing(_SELF_ATTN):
+        if name.startswith(_TRUNK_LAYER_PREFIX):
+            number = name[len(_TRUNK_LAYER_PREFIX):name.find(_SELF_ATTN)]
             if number.isdigit() and number.isascii():
                 layer = int(number)
                 if best is None or layer < best:
                     best = layer
-        at = blob.find(_SELF_ATTN, blob.find(b"\n", at))
     return best
 
 

@@ -130,6 +130,21 @@ class ResidentIndex:
         """The canonical UTF-8 of every name, in entry order (no decoding cost)."""
         return list(self._slot_by_name)
 
+    def names_containing(self, fragment: bytes) -> list[bytes]:
+        """Every name (canonical UTF-8) that contains `fragment`, found by
+        searching the string table rather than iterating 100,000 names."""
+        blob = b"\n".join(self._slot_by_name) + b"\n"
+        found = []
+        at = blob.find(fragment)
+        while at >= 0:
+            start = blob.rfind(b"\n", 0, at) + 1
+            end = blob.find(b"\n", at)
+            if end < 0:
+                break
+            found.append(blob[start:end])
+            at = blob.find(fragment, end)
+        return found
+
     def entry(self, name: str) -> IndexEntry | None:
         """The entry named `name`, or None when the index has none."""
         slot = self._slot_by_name.get(name.encode("utf-8", "surrogatepass"))
@@ -280,7 +295,10 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
     name_offsets, name_ends = _name_ranges(table, entry_count)
     # Only the names are read past the table; names that point outside the
     # index region are check 7's business and are not read at all.
-    names_end = max((end for end in name_ends if end <= index_size), default=table_end)
+    names_end = max(name_ends, default=table_end)
+    if names_end > index_size:  # some name is out of range: check 7 will say which
+        names_end = max((end for end in name_ends if end <= index_size), default=table_end)
+    names_end = max(names_end, table_end)
     tail = b""
     if names_end > table_end:
         tail = _pread_full(fd, names_end - table_end, table_end)
@@ -323,11 +341,16 @@ def _validated_names(region: bytes, table: bytes, count: int, index_size: int,
         return {}
     if sys.byteorder == "little" and _all_ranges_valid(table, index_size, resident_end,
                                                        name_offsets, name_ends):
-        names = list(map(region.__getitem__, map(slice, name_offsets, name_ends)))
-        if not b"".join(names).isascii():
-            # The engine decodes leniently; two different invalid byte
-            # strings can decode to the same name, and that is a duplicate.
-            names = [name.decode("utf-8", "replace").encode("utf-8") for name in names]
+        names = map(region.__getitem__, map(slice, name_offsets, name_ends))
+        table_end = HEADER_SIZE + count * ENTRY_SIZE
+        # ASCII names (every real install) decode to themselves; the string
+        # table is checked as one block when every name lies inside it.
+        if not (min(name_offsets) >= table_end and region[table_end:].isascii()):
+            names = list(names)
+            if not b"".join(names).isascii():
+                # The engine decodes leniently; two different invalid byte
+                # strings can decode to the same name, and that is a duplicate.
+                names = [name.decode("utf-8", "replace").encode("utf-8") for name in names]
         slot_by_name = dict(zip(names, range(count)))
         if len(slot_by_name) == count:
             return slot_by_name
@@ -342,13 +365,14 @@ def _all_ranges_valid(table: bytes, index_size: int, resident_end: int,
     u64 = memoryview(table).cast("Q")
     for _what, off_field, size_field in _PLANES:
         sizes = u64[size_field::_U64_PER_ENTRY].tolist()
+        offsets = u64[off_field::_U64_PER_ENTRY].tolist()
         # A plane of size 0 is accepted wherever it claims to be.
-        offsets = list(compress(u64[off_field::_U64_PER_ENTRY].tolist(), sizes))
-        if not offsets:
-            continue
-        if min(offsets) < index_size:
-            return False
-        if max(map(add, offsets, filter(None, sizes))) > resident_end:
+        if min(sizes) == 0:
+            offsets = list(compress(offsets, sizes))
+            if not offsets:
+                continue
+            sizes = list(filter(None, sizes))
+        if min(offsets) < index_size or max(map(add, offsets, sizes)) > resident_end:
             return False
     return True
 

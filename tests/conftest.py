@@ -1,0 +1,94 @@
+"""Shared fixtures: the built library, the header's status codes, a C host
+compiler, and installs written in the engine's layout.
+
+The library is built in place (turbospark_ffi/libturbospark_ffi.so) from the
+working tree when it is missing or older than its sources, so the tests always
+exercise the code beside them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HEADER = ROOT / "include" / "turbospark_ffi.h"
+LIBRARY = ROOT / "turbospark_ffi" / ("libturbospark_ffi.dylib" if sys.platform == "darwin"
+                                     else "libturbospark_ffi.so")
+_SOURCES = [HEADER, ROOT / "src" / "ts_embed.c", ROOT / "ffi_build.py"]
+
+
+def _library_is_stale() -> bool:
+    if not LIBRARY.exists():
+        return True
+    built = LIBRARY.stat().st_mtime
+    return any(src.stat().st_mtime > built for src in _SOURCES)
+
+
+def pytest_configure(config):
+    if _library_is_stale():
+        import ffi_build
+        ffi_build.build()
+
+
+def header_constants() -> dict[str, int]:
+    """Every `#define TS_NAME <int>` of the header: the one source of the codes."""
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"^#define\s+(TS_[A-Z0-9_]+)\s+(\d+)\s*$", HEADER.read_text(), re.M)}
+
+
+@pytest.fixture(scope="session")
+def codes() -> dict[str, int]:
+    return header_constants()
+
+
+@pytest.fixture(scope="session")
+def library_path() -> Path:
+    return LIBRARY
+
+
+C_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+
+
+def compile_c_host(source: str | Path, out: Path, *, extra: list[str] | None = None,
+                   link_library: bool = True, compiler: str = "cc") -> Path:
+    """Compile a C host program against the header (and the library)."""
+    if isinstance(source, str) and not source.endswith(".c"):
+        src = out.with_suffix(".c")
+        src.write_text(source)
+    else:
+        src = Path(source)
+    cmd = [compiler, *C_FLAGS, f"-I{HEADER.parent}", "-o", str(out), str(src)]
+    if link_library:
+        cmd += [f"-L{LIBRARY.parent}", "-lturbospark_ffi", f"-Wl,-rpath,{LIBRARY.parent}"]
+    cmd += ["-lpthread", "-ldl"] + (extra or [])
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise AssertionError(f"compiling {src} failed:\n{' '.join(cmd)}\n{result.stderr}")
+    return out
+
+
+@pytest.fixture
+def c_host(tmp_path):
+    """compile(source_or_path, name="host", **kw) -> path of the executable."""
+    def compile_(source, name: str = "host", **kw) -> Path:
+        return compile_c_host(source, tmp_path / name, **kw)
+    return compile_
+
+
+@pytest.fixture
+def make_install(tmp_path):
+    """write_install(...) into a fresh directory under tmp_path."""
+    from turbospark_ffi.install_writer import write_install
+    counter = iter(range(10**6))
+
+    def make(name: str | None = None, **kw) -> Path:
+        return write_install(tmp_path / (name or f"install{next(counter)}"), **kw)
+    return make
