@@ -27,6 +27,7 @@ demo: install
 
 test: install
 	$(VPY) -m pytest -q tests
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash swift/run-tests.sh
 
 clean:
 	rm -rf build $(VENV) turbospark_ffi/libturbospark_ffi.so turbospark_ffi/include

@@ -23,6 +23,7 @@ HEADER = ROOT / "include" / "turbospark_ffi.h"
 C_SOURCE = ROOT / "src" / "ts_embed.c"
 PACKAGE = ROOT / "turbospark_ffi"
 MODULE_NAME = "_turbospark_ffi_embedded"
+RPATH_ORIGIN = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
 
 # Declarations only the build and the init code share: the Python side of
 # the dispatcher. Not public, so not in the header.
@@ -178,9 +179,12 @@ def make_ffi():
         include_dirs=[str(HEADER.parent)],
         libraries=["dl", "pthread"],
         extra_compile_args=["-O2", "-Wall", "-Wno-unused-function", "-Wno-format-truncation"],
-        # rpath: the libpython this links, wherever the host runs from.
-        # nodelete: Python cannot be unloaded, so neither can we.
-        extra_link_args=[f"-Wl,-rpath,{libdir}", "-Wl,-z,nodelete"],
+        # rpath: $ORIGIN first, so a relocatable bundle (libpython copied
+        # beside the library) finds its own copy; then the libpython this was
+        # built with, wherever the host runs from. bundle.py cuts the second
+        # entry out of a bundled copy. nodelete: Python cannot be unloaded,
+        # so neither can we.
+        extra_link_args=[f"-Wl,-rpath,{RPATH_ORIGIN}:{libdir}", "-Wl,-z,nodelete"],
     )
     return ffi
 
