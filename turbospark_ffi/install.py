@@ -105,8 +105,10 @@ def snapshot(model_dir: str) -> InstallSnapshot:
     if (_stat_key(weights), _stat_key(os.path.join(model_dir, LAYOUT_PATH))) != key:
         fresh.trusted = False
     _cache.pop(model_dir, None)
-    if len(_cache) >= MAX_CACHED_INSTALLS:
-        del _cache[next(iter(_cache))]
+    while len(_cache) >= MAX_CACHED_INSTALLS:
+        # pop with a default: another host thread may evict the same entry
+        # between choosing it and removing it.
+        _cache.pop(next(iter(_cache), None), None)
     _cache[model_dir] = fresh
     return fresh
 
