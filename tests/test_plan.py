@@ -1,0 +1,332 @@
+"""speculation_plan end to end, on real installs written in the engine's layout,
+with options parsed from JSON the way a host sends them, and the result's JSON
+shape (wire.plan_to_dict) asserted exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from installs import shape_of, write_bytes
+from turbospark_ffi.errors import InvalidArgument, SpeculationRefused
+from turbospark_ffi.install_writer import write_install
+from turbospark_ffi.options import parse_options
+from turbospark_ffi.plan import speculation_plan
+from turbospark_ffi.policy import DFLASH_AUTO_NOTE, SAMPLED_BLOCK_DRAFTER_REASON
+from turbospark_ffi.wire import dumps, plan_to_dict
+
+NOTE = ("this install carries a DFlash2 drafter, which auto leaves OFF: measured "
+        "0.90x throughput on prose against 1.33-1.47x on code and math, and "
+        "+17.4% J/token, so it is opt-in. Select the dflash drafter to use it "
+        "(--speculative-drafter dflash, or speculativeDrafter \"dflash\" on the "
+        "C ABI)")
+SAMPLED = ("sampled speculation cannot be served by the block drafter: DFlash2's "
+           "selection is a greedy structured search, not a distribution, so exact "
+           "rejection sampling has no q(x) to ratio against; use the mtp drafter or "
+           "temperature 0")
+PREFIX = "--speculative was asked for but cannot be served: "
+
+
+def test_package_texts_are_the_seeds():
+    assert DFLASH_AUTO_NOTE == NOTE
+    assert SAMPLED_BLOCK_DRAFTER_REASON == SAMPLED
+
+
+# name -> (write_install kwargs or a special, the shape the case needs)
+SHAPES = {
+    "none": ({}, dict(readable=True, has_mtp=False, has_dflash=False, experts=0, probe_dtype=4)),
+    "mtp": ({"mtp": True}, dict(has_mtp=True, has_dflash=False, experts=0, probe_dtype=4)),
+    "dflash": ({"dflash": True}, dict(has_mtp=False, has_dflash=True, experts=0, probe_dtype=4)),
+    "both": ({"mtp": True, "dflash": True},
+             dict(has_mtp=True, has_dflash=True, experts=0, probe_dtype=4)),
+    "moe": ({"experts": 256}, dict(has_mtp=False, has_dflash=False, experts=256, probe_dtype=4)),
+    "moe_mtp": ({"experts": 256, "mtp": True},
+                dict(has_mtp=True, has_dflash=False, experts=256, probe_dtype=4)),
+    "moe_both": ({"experts": 256, "mtp": True, "dflash": True},
+                 dict(has_mtp=True, has_dflash=True, experts=256, probe_dtype=4)),
+    "bf16": ({"mtp": True, "dflash": True, "probe_dtype": 1},
+             dict(has_mtp=True, has_dflash=True, experts=0, probe_dtype=1)),
+    "int4": ({"mtp": True, "dflash": True, "probe_dtype": 4},
+             dict(has_mtp=True, has_dflash=True, experts=0, probe_dtype=4)),
+    "nofull": ({"mtp": True, "dflash": True, "full_attention_every": 0},
+               dict(has_mtp=True, has_dflash=True, experts=0, first_layer=None)),
+    "garbage": ("garbage", dict(readable=False, check="entry_count_overflow", experts=0)),
+}
+
+
+@pytest.fixture(scope="module")
+def installs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("plan_installs")
+    out = {}
+    for name, (kw, needs) in SHAPES.items():
+        if kw == "garbage":
+            d = write_install(root / name)
+            write_bytes(d / "model_weights.bin", bytes(range(256)) * 4)
+        else:
+            d = write_install(root / name, **kw)
+        shape = shape_of(d)
+        for key, value in needs.items():
+            assert shape[key] == value, (name, key, shape)
+        if needs.get("readable", True):
+            assert shape["readable"] is True
+        out[name] = str(d)
+    return out
+
+
+def choice(drafter, mtp, dflash, note=None):
+    return {"drafter": drafter, "installHasMtpHead": mtp, "installHasDflash": dflash,
+            "note": note}
+
+
+def pol(mode, block=None):
+    return {"mode": mode, "block": block}
+
+
+OFFP, AUTOP = pol("off"), pol("auto")
+
+
+def spec(block=None, drafter=None, reason=None):
+    return {"block": block, "drafter": drafter, "reason": reason}
+
+
+def plan_json(model_dir, options):
+    result = speculation_plan(model_dir, parse_options(options))
+    d = plan_to_dict(result)
+    # The wire form is JSON and round-trips to the same dict.
+    assert json.loads(dumps(d)) == d
+    assert list(d) == ["drafter", "draftPolicies", "speculation", "ignoredKeys"]
+    assert list(d["drafter"]) == ["drafter", "installHasMtpHead", "installHasDflash", "note"]
+    assert list(d["speculation"]) == ["block", "drafter", "reason"]
+    # block non-null iff drafter non-null; reason null whenever it is on.
+    s = d["speculation"]
+    assert (s["block"] is None) is (s["drafter"] is None)
+    if s["block"] is not None:
+        assert s["reason"] is None
+    for p in d["draftPolicies"].values():
+        assert (p["block"] is not None) is (p["mode"] == "fixed")
+    return d
+
+
+# (install, options) -> exact plan_to_dict
+EXACT = [
+    ("none", "", choice("mtp", False, False), AUTOP, OFFP, None),
+    ("mtp", "", choice("mtp", True, False), AUTOP, OFFP, spec(2, "mtp")),
+    ("mtp", '{"speculation": 2}', choice("mtp", True, False), pol("fixed", 2), OFFP,
+     spec(2, "mtp")),
+    ("mtp", '{"speculation": "15", "temperature": 0.8}', choice("mtp", True, False),
+     pol("fixed", 15), OFFP, spec(15, "mtp")),                    # mtp serves sampled
+    ("mtp", '{"speculation": "off"}', choice("mtp", True, False), OFFP, OFFP, spec()),
+    ("dflash", "", choice("mtp", False, True, NOTE), OFFP, OFFP, spec(reason=NOTE)),
+    ("dflash", '{"speculation": "OFF"}', choice("mtp", False, True, NOTE), OFFP, OFFP, spec()),
+    ("dflash", '{"speculativeDrafter": "dflash"}', choice("dflash", False, True), OFFP, AUTOP,
+     spec(2, "dflash")),
+    ("dflash", '{"speculativeDrafter": "dflash", "speculation": 3, "temperature": 0}',
+     choice("dflash", False, True), OFFP, pol("fixed", 3), spec(3, "dflash")),
+    ("dflash", '{"speculativeDrafter": "dflash", "temperature": -0.0}',
+     choice("dflash", False, True), OFFP, AUTOP, spec(2, "dflash")),
+    ("dflash", '{"speculativeDrafter": "dflash", "temperature": 0.7}',
+     choice("dflash", False, True), OFFP, AUTOP, spec(reason=SAMPLED)),
+    ("both", "", choice("mtp", True, True), AUTOP, OFFP, spec(2, "mtp")),
+    ("both", '{"temperature": 1.0}', choice("mtp", True, True), AUTOP, OFFP, spec(2, "mtp")),
+    ("both", '{"speculativeDrafter": "mtp", "speculation": 2}', choice("mtp", True, True),
+     pol("fixed", 2), OFFP, spec(2, "mtp")),
+    ("both", '{"speculativeDrafter": "dflash"}', choice("dflash", True, True), OFFP, AUTOP,
+     spec(2, "dflash")),
+    ("int4", '{"speculation": 1}', choice("mtp", True, True), pol("fixed", 1), OFFP,
+     spec(1, "mtp")),
+    # off is off, whatever stands in the way.
+    ("moe_mtp", '{"speculation": "off", "engineBlocker": "x"}', choice("mtp", True, False),
+     OFFP, OFFP, spec()),
+    ("garbage", '{"speculation": "off"}', choice("mtp", None, None), OFFP, OFFP, spec()),
+    # engineBlocker null = the engine reported none: the preview is not consulted.
+    ("none", '{"engineBlocker": null}', choice("mtp", False, False), AUTOP, OFFP,
+     spec(2, "mtp")),
+    # ... even on an unreadable index, where None is never folded to false: the
+    # named block is still asked of the open.
+    ("garbage", '{"engineBlocker": null, "speculation": 2}', choice("mtp", None, None),
+     pol("fixed", 2), OFFP, spec(2, "mtp")),
+    ("garbage", '{"engineBlocker": null, "speculativeDrafter": "dflash", "speculation": 4}',
+     choice("dflash", None, None), OFFP, pol("fixed", 4), spec(4, "dflash")),
+    # An explicit engine reason is used as is.
+    ("mtp", '{"engineBlocker": "a vision tower is active"}', choice("mtp", True, False),
+     AUTOP, OFFP, spec(reason="a vision tower is active")),
+    # The note outranks an explicit engine reason, and the engine's "none".
+    ("dflash", '{"engineBlocker": "carries no multi-token-prediction head"}',
+     choice("mtp", False, True, NOTE), OFFP, OFFP, spec(reason=NOTE)),
+    ("dflash", '{"engineBlocker": null}', choice("mtp", False, True, NOTE), OFFP, OFFP,
+     spec(reason=NOTE)),
+]
+
+
+@pytest.mark.parametrize("shape, options, drafter, mtp, dflash, speculation", EXACT,
+                         ids=[f"{r[0]}-{r[1]}" for r in EXACT])
+def test_plan_exact_json(installs, shape, options, drafter, mtp, dflash, speculation):
+    d = plan_json(installs[shape], options)
+    expected = {"drafter": drafter, "draftPolicies": {"mtp": mtp, "dflash": dflash},
+                "speculation": speculation, "ignoredKeys": []}
+    if speculation is None:  # the preview's wording: checked separately below
+        expected["speculation"] = d["speculation"]
+        assert d["speculation"]["block"] is None
+    assert d == expected
+
+
+def test_absent_engine_blocker_means_preview(installs):
+    d = plan_json(installs["none"], "")
+    assert d["speculation"] == spec(reason=(
+        "this install carries no multi-token-prediction head (mtp.fc.weight is not in the "
+        "resident index); stream an install that adds the official checkpoint's last shard"))
+    d = plan_json(installs["mtp"], '{"speculativeDrafter": "dflash"}')
+    assert d["speculation"]["block"] is None
+    assert "dflash.fc.weight" in d["speculation"]["reason"]
+    assert "stream the drafter beside the trunk" in d["speculation"]["reason"]
+
+
+# Refusals: (install, options) -> exact message, or a predicate on the reason.
+REFUSALS = [
+    ("none", '{"speculation": 2}', PREFIX + (
+        "this install carries no multi-token-prediction head (mtp.fc.weight is not in the "
+        "resident index); stream an install that adds the official checkpoint's last shard")),
+    ("dflash", '{"speculation": 2}', PREFIX + NOTE),
+    ("dflash", '{"speculation": 2, "engineBlocker": "something else"}', PREFIX + NOTE),
+    ("both", '{"speculativeDrafter": "dflash", "speculation": 2, "temperature": 0.5}',
+     PREFIX + SAMPLED),
+    ("dflash", '{"speculativeDrafter": "dflash", "speculation": "2", "temperature": 1e-9}',
+     PREFIX + SAMPLED),
+    ("mtp", '{"speculation": 16}', PREFIX + "block 16 is outside allowed range 1..=15"),
+    ("mtp", '{"speculation": 0}', PREFIX + "block 0 is outside allowed range 1..=15"),
+    ("mtp", '{"speculation": "4294967295"}',
+     PREFIX + "block 4294967295 is outside allowed range 1..=15"),
+    ("mtp", '{"speculation": 2, "engineBlocker": "a vision tower is active"}',
+     PREFIX + "a vision tower is active"),
+]
+
+
+@pytest.mark.parametrize("shape, options, message", REFUSALS,
+                         ids=[f"{r[0]}-{r[1]}" for r in REFUSALS])
+def test_plan_refusals(installs, shape, options, message):
+    with pytest.raises(SpeculationRefused) as info:
+        speculation_plan(installs[shape], parse_options(options))
+    assert str(info.value) == message
+
+
+# --------------------------------------------------------------------------
+# MoE: refused for its ARCHITECTURE, never for its head.
+
+def assert_moe_reason(reason):
+    assert "256 experts" in reason
+    assert "mixture-of-experts" in reason
+    # It must not send anyone after an artifact that cannot help.
+    for advice in ("stream", "shard", "multi-token-prediction head", "beside the trunk"):
+        assert advice not in reason
+
+
+@pytest.mark.parametrize("shape", ["moe", "moe_mtp", "moe_both"])
+@pytest.mark.parametrize("options", ["", '{"speculativeDrafter": "dflash"}',
+                                     '{"speculativeDrafter": "mtp", "temperature": 0.3}'])
+def test_moe_auto_is_disabled_for_its_architecture(installs, shape, options):
+    d = plan_json(installs[shape], options)
+    assert d["speculation"]["block"] is None
+    assert_moe_reason(d["speculation"]["reason"])
+
+
+@pytest.mark.parametrize("shape, headless", [("moe", True), ("moe_mtp", False),
+                                             ("moe_both", False)])
+@pytest.mark.parametrize("drafter", ["mtp", "dflash", None])
+def test_moe_named_block_is_refused_for_its_architecture(installs, shape, headless, drafter):
+    options = {"speculation": 2}
+    if drafter:
+        options["speculativeDrafter"] = drafter
+    with pytest.raises(SpeculationRefused) as info:
+        speculation_plan(installs[shape], parse_options(json.dumps(options)))
+    message = str(info.value)
+    assert message.startswith(PREFIX)
+    assert_moe_reason(message[len(PREFIX):])
+
+
+def test_moe_headless_named_block_does_not_ask_the_open_for_a_head(installs):
+    """The ornith35b case: the draft policies pin the absent drafter OFF so the
+    open succeeds and the architectural reason is the one reported."""
+    from turbospark_ffi.policy import Speculation, SpeculativeDrafter, draft_policies
+    from turbospark_ffi.policy import resolve_drafter
+    from turbospark_ffi.wire import policies_to_dict
+    assert shape_of(installs["moe"])["has_mtp"] is False
+    for drafter in (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH):
+        c = resolve_drafter(drafter, installs["moe"])
+        assert policies_to_dict(draft_policies(c, Speculation.block(2))) == {
+            "mtp": OFFP, "dflash": OFFP}
+
+
+# --------------------------------------------------------------------------
+# The probe and the full-attention layer.
+
+@pytest.mark.parametrize("drafter", ["mtp", "dflash"])
+def test_probe_dtype_bf16_is_the_reason_int4_is_served(installs, drafter):
+    opts = json.dumps({"speculativeDrafter": drafter})
+    off = plan_json(installs["bf16"], opts)["speculation"]
+    assert off["block"] is None
+    assert "dtype 1" in off["reason"] and "q_proj" in off["reason"]
+    assert "stream" not in off["reason"]
+    on = plan_json(installs["int4"], opts)["speculation"]
+    assert on == spec(2, drafter)
+
+
+@pytest.mark.parametrize("drafter", ["mtp", "dflash"])
+def test_no_full_attention_layer_is_the_reason(installs, drafter):
+    d = plan_json(installs["nofull"], json.dumps({"speculativeDrafter": drafter}))
+    reason = d["speculation"]["reason"]
+    assert d["speculation"]["block"] is None
+    assert "no full-attention layer" in reason and "stream" not in reason
+    with pytest.raises(SpeculationRefused, match="no full-attention layer"):
+        speculation_plan(installs["nofull"],
+                         parse_options(json.dumps({"speculativeDrafter": drafter,
+                                                   "speculation": 2})))
+
+
+# --------------------------------------------------------------------------
+# An unreadable index.
+
+def test_unreadable_index_auto_reports_the_readers_error(installs):
+    d = plan_json(installs["garbage"], "")
+    assert d["drafter"] == choice("mtp", None, None)
+    assert d["draftPolicies"] == {"mtp": AUTOP, "dflash": OFFP}
+    reason = d["speculation"]["reason"]
+    assert d["speculation"]["block"] is None
+    assert reason.startswith("resident index is corrupt: ")
+    assert "overflows" in reason and "entryCount" in reason
+
+
+def test_unreadable_index_named_block_is_refused_with_the_readers_error(installs):
+    with pytest.raises(SpeculationRefused) as info:
+        speculation_plan(installs["garbage"], parse_options('{"speculation": 2}'))
+    assert str(info.value).startswith(PREFIX + "resident index is corrupt: ")
+
+
+def test_missing_weights_is_unknown(tmp_path):
+    d = write_install(tmp_path / "i")
+    (d / "model_weights.bin").unlink()
+    assert shape_of(d)["check"] == "open"
+    out = plan_json(str(d), "")
+    assert out["drafter"] == choice("mtp", None, None)
+    assert out["speculation"]["reason"].startswith("open failed: ")
+
+
+# --------------------------------------------------------------------------
+# Options plumbing.
+
+def test_ignored_keys_are_reported_in_order(installs):
+    d = plan_json(installs["mtp"], '{"contextLength": 4096, "speculation": 2, '
+                                   '"powerProfile": "max", "contextLength": 1}')
+    assert d["ignoredKeys"] == ["contextLength", "powerProfile"]
+    assert d["speculation"] == spec(2, "mtp")
+
+
+@pytest.mark.parametrize("bad", ["", "a\x00b"])
+def test_bad_model_dir_is_refused(bad):
+    with pytest.raises(InvalidArgument):
+        speculation_plan(bad)
+
+
+def test_default_options_equal_empty_json(installs):
+    for shape in ("none", "mtp", "dflash", "both", "moe"):
+        assert plan_to_dict(speculation_plan(installs[shape])) == plan_json(installs[shape], "{}")
