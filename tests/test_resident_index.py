@@ -258,11 +258,6 @@ def test_duplicate_empty_names(tmp_path):
 # --------------------------------------------------------------------------
 # Check ORDER: a file failing two checks reports the earlier one.
 
-def _fails(data, tag):
-    """The base file mutated to fail `tag` (and possibly more)."""
-    return data
-
-
 ORDER_CASES = [
     # (description, header fields, expected check)
     ("2 before 4 and 5", dict(index_size=0, entry_count=10**6, resident_size=2**60),
@@ -352,11 +347,9 @@ def test_per_entry_check_order_within_one_entry(tmp_path, first, second):
     data = base_file()
     _bad(data, 2, second)
     _bad(data, 2, first)
-    if first == "name" and second == "dup":
-        pytest.fail("unreachable") if False else None
     assert reference_read(bytes(data)) == ("error", TAG[first])
     msg = refused(tmp_path, data, TAG[first])
-    assert "entry 2" in msg or TAG[first] == "duplicate_name"
+    assert msg.startswith(CORRUPT + "entry 2 ")
 
 
 @pytest.mark.parametrize("early, late", [
@@ -509,7 +502,9 @@ def test_sparse_14gb_reads_what_a_100kb_one_reads(tmp_path, monkeypatch):
     assert small.stat().st_size < 150_000
     assert big.stat().st_size > 14 * 2**30
     assert big.stat().st_blocks * 512 < 10 * 2**20  # sparse: a hole, not 14 GB of disk
-    assert big.read_bytes()[:24][16:24] == small.read_bytes()[:24][16:24]
+    with open(big, "rb") as f, open(small, "rb") as g:
+        big_head, small_head = f.read(24), g.read(24)
+    assert big_head[16:24] == small_head[16:24] and big_head[0:8] == small_head[0:8]
 
     counts = {}
     for name, path in (("small", small), ("big", big)):
@@ -530,7 +525,7 @@ def test_padding_is_not_read(tmp_path, monkeypatch):
     # An index padded to a huge (sparse) region: only header+table+names read.
     tensors = [TensorSpec("a.weight"), TensorSpec("mtp.fc.weight")]
     from turbospark_ffi.install_writer import encode_index
-    region, resident = encode_index(tensors, alignment=2**30)
+    region, resident = encode_index(tensors, alignment=2**22)
     p = tmp_path / "model_weights.bin"
     with open(p, "wb") as f:
         f.write(region[:4096])
@@ -538,7 +533,7 @@ def test_padding_is_not_read(tmp_path, monkeypatch):
     counter = CountingPread(os.pread)
     monkeypatch.setattr(ri.os, "pread", counter)
     index = load_resident_index(p)
-    assert index.index_size == 2**30
+    assert index.index_size == 2**22
     assert counter.bytes_read == HEADER + 2 * ENTRY + len("a.weightmtp.fc.weight")
 
 

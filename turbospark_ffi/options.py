@@ -130,8 +130,9 @@ def _speculation(value: object) -> Speculation:
     if type(value) is int:
         if 0 <= value <= _U32_MAX:
             return Speculation.block(value)
-        raise InvalidArgument(f"speculation: got {value}, a block outside "
-                              f"{ALLOWED_SPECULATION_BLOCKS_TEXT}; accepts {_SPECULATION_ACCEPTS}")
+        raise InvalidArgument(f"speculation: got {_show(value)}, which is not a block (blocks "
+                              f"are {ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts "
+                              f"{_SPECULATION_ACCEPTS}")
     if isinstance(value, str):
         if value.isascii():
             folded = value.lower()
@@ -140,12 +141,14 @@ def _speculation(value: object) -> Speculation:
             if folded == "off":
                 return Speculation.OFF
             if value.isdigit():
-                n = int(value)
-                if n <= _U32_MAX:
-                    return Speculation.block(n)
+                # Length first: int() refuses more than 4,300 digits, and no
+                # u32 needs more than 10 once leading zeros are gone.
+                digits = value.lstrip("0") or "0"
+                if len(digits) <= 10 and int(digits) <= _U32_MAX:
+                    return Speculation.block(int(digits))
                 raise InvalidArgument(
-                    f"speculation: got {_show(value)}, a block outside "
-                    f"{ALLOWED_SPECULATION_BLOCKS_TEXT}; accepts {_SPECULATION_ACCEPTS}")
+                    f"speculation: got {_show(value)}, which is not a block (blocks are "
+                    f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {_SPECULATION_ACCEPTS}")
     raise InvalidArgument(f"speculation: got {_show(value)}; accepts {_SPECULATION_ACCEPTS}")
 
 

@@ -134,6 +134,10 @@ class ResidentIndex:
         """Every name (canonical UTF-8) that contains `fragment`, found by
         searching the string table rather than iterating 100,000 names."""
         blob = b"\n".join(self._slot_by_name) + b"\n"
+        if blob.count(b"\n") != len(self._slot_by_name):
+            # Some name holds a newline itself: lines are not names, so ask
+            # each name (a hostile index only; no real name has one).
+            return [name for name in self._slot_by_name if fragment in name]
         found = []
         at = blob.find(fragment)
         while at >= 0:

@@ -1,0 +1,328 @@
+"""install.snapshot's cache must be invisible: any change to model_weights.bin
+or packed_experts/layout.json is seen on the next speculation_plan call.
+
+No sleeps and no timing assertions. Two tools make this deterministic:
+
+* os.utime sets a file's mtime to an exact nanosecond value;
+* the `aged` fixture replaces the clock install.py reads with a constant one
+  hour ahead, which is what "these files were written long ago" means to the
+  racy-window rule (a file's ctime cannot be set, so this is the only way to
+  get a TRUSTED snapshot without waiting). With it, the cache is shown to be
+  live (`snapshot(d) is snapshot(d)`), so the invalidation tests below are
+  tests of the key, not of the racy rule.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import types
+import weakref
+from pathlib import Path
+
+import pytest
+
+import turbospark_ffi.install as install
+from installs import shape_of, write_custom_install, write_weights
+from turbospark_ffi.install import MAX_CACHED_INSTALLS, RACY_WINDOW_NS, snapshot
+from turbospark_ffi.install_writer import (TensorSpec, expert_layout_json, trunk_tensors,
+                                           write_install)
+from turbospark_ffi.options import parse_options
+from turbospark_ffi.plan import speculation_plan
+from turbospark_ffi.policy import DFLASH_AUTO_NOTE
+from turbospark_ffi.wire import plan_to_dict
+
+SECOND = 1_000_000_000
+MTP_ON = {"block": 2, "drafter": "mtp", "reason": None}
+NOTE_OFF = {"block": None, "drafter": None, "reason": DFLASH_AUTO_NOTE}
+DFLASH_ON = {"block": 2, "drafter": "dflash", "reason": None}
+MTP_FC = TensorSpec("mtp.fc.weight", 4, 64, True)
+DFLASH_FC = TensorSpec("dflash.fc.weight", 4, 64, True)
+
+
+def answer(d, options=""):
+    return plan_to_dict(speculation_plan(str(d), parse_options(options)))["speculation"]
+
+
+def weights(d):
+    return Path(d) / "model_weights.bin"
+
+
+def layout(d):
+    return Path(d) / "packed_experts" / "layout.json"
+
+
+def set_mtime(path, ns):
+    os.utime(path, ns=(ns, ns))
+    assert os.stat(path).st_mtime_ns == ns  # the filesystem kept the exact value
+
+
+def same_size_indexes(tmp_path):
+    """Two model_weights.bin contents of IDENTICAL length: one carries only an
+    MTP head's presence tensor, the other only DFlash2's."""
+    a = write_weights(tmp_path / "a.bin", trunk_tensors() + [MTP_FC])
+    b = write_weights(tmp_path / "b.bin", trunk_tensors() + [DFLASH_FC])
+    da, db = a.read_bytes(), b.read_bytes()
+    assert len(da) == len(db) and da != db
+    return da, db
+
+
+def mtp_install(tmp_path, name="inst"):
+    d = write_custom_install(tmp_path / name, trunk_tensors() + [MTP_FC])
+    s = shape_of(d)
+    assert s["has_mtp"] and not s["has_dflash"] and s["experts"] == 0
+    return d
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    install.clear_cache()
+    yield
+    install.clear_cache()
+
+
+@pytest.fixture
+def aged(monkeypatch):
+    """A constant clock one hour ahead: files written now look an hour old."""
+    fake_now = install.time.time_ns() + 3600 * SECOND
+    monkeypatch.setattr(install, "time", types.SimpleNamespace(time_ns=lambda: fake_now))
+    return fake_now
+
+
+def age(d, ns):
+    for p in (weights(d), layout(d)):
+        if p.exists():
+            set_mtime(p, ns)
+
+
+def assert_cached(d):
+    first = snapshot(str(d))
+    assert first.trusted is True
+    assert snapshot(str(d)) is first
+    return first
+
+
+# --------------------------------------------------------------------------
+# The racy window.
+
+def test_aged_snapshot_is_cached(tmp_path, aged):
+    d = mtp_install(tmp_path)
+    age(d, aged - 10 * SECOND)
+    assert_cached(d)
+    assert answer(d) == MTP_ON
+
+
+@pytest.mark.parametrize("which", ["weights", "layout"])
+@pytest.mark.parametrize("before_now, trusted", [
+    (RACY_WINDOW_NS // 2, False),
+    (RACY_WINDOW_NS, False),          # exactly the window: not yet trusted
+    (RACY_WINDOW_NS + 1, True),
+    (-3600 * SECOND, False),          # modified "in the future"
+])
+def test_files_modified_within_the_window_are_never_trusted(tmp_path, aged, which,
+                                                           before_now, trusted):
+    d = mtp_install(tmp_path)
+    age(d, aged - 10 * SECOND)
+    set_mtime(weights(d) if which == "weights" else layout(d), aged - before_now)
+    s = snapshot(str(d))
+    assert s.trusted is trusted
+    assert (snapshot(str(d)) is s) is trusted
+
+
+def test_just_written_install_is_reread_every_call(tmp_path):
+    # The real clock: files written a moment ago are inside the window.
+    d = mtp_install(tmp_path)
+    future = install.time.time_ns() + 3600 * SECOND
+    age(d, future)  # deterministic: a modification time the clock has not reached
+    s = snapshot(str(d))
+    assert s.trusted is False and snapshot(str(d)) is not s
+
+
+def test_rewrite_immediately_same_size_in_place(tmp_path):
+    """The racy case: rewritten in place, same size, same inode, and its mtime
+    put back to the old value (what a coarse clock that did not tick looks
+    like). Whether the ctime also fails to tick depends on the kernel (one with
+    multigrain timestamps always ticks it); either way the answer must change,
+    and the racy-window rule is what guarantees it where the ctime does not.
+    The rule itself is pinned deterministically by the boundary tests above."""
+    da, db = same_size_indexes(tmp_path)
+    d = mtp_install(tmp_path)
+    path = weights(d)
+    path.write_bytes(da)
+    ino, mtime = os.stat(path).st_ino, os.stat(path).st_mtime_ns
+    for k in range(12):
+        data, expected = (db, NOTE_OFF) if k % 2 == 0 else (da, MTP_ON)
+        with open(path, "r+b") as f:
+            f.write(data)
+        os.utime(path, ns=(mtime, mtime))
+        st = os.stat(path)
+        assert (st.st_ino, st.st_size, st.st_mtime_ns) == (ino, len(da), mtime)
+        assert answer(d) == expected
+
+
+def test_layout_rewrite_immediately_same_size(tmp_path):
+    d = mtp_install(tmp_path)
+    dense = b'{"expertStride": 0, "numLayers": 4, "expertsPerLayer": 0, "layers": []}'
+    moe = b'{"expertStride": 0, "numLayers": 4, "expertsPerLayer": 8, "layers": []}'
+    assert len(dense) == len(moe)
+    layout(d).write_bytes(dense)
+    mtime = os.stat(layout(d)).st_mtime_ns
+    for k in range(8):
+        with open(layout(d), "r+b") as f:
+            f.write(moe if k % 2 == 0 else dense)
+        os.utime(layout(d), ns=(mtime, mtime))
+        got = answer(d)
+        if k % 2 == 0:
+            assert got["block"] is None and "8 experts" in got["reason"]
+        else:
+            assert got == MTP_ON
+
+
+# --------------------------------------------------------------------------
+# A trusted snapshot is invalidated by every change to either file.
+
+def _baseline(tmp_path, aged):
+    d = mtp_install(tmp_path)
+    age(d, aged - 20 * SECOND)
+    assert_cached(d)
+    assert answer(d) == MTP_ON
+    return d
+
+
+def test_replaced_weights(tmp_path, aged):
+    _, db = same_size_indexes(tmp_path)
+    d = _baseline(tmp_path, aged)
+    new = tmp_path / "new.bin"
+    new.write_bytes(db)
+    set_mtime(new, aged - 20 * SECOND)  # even the same mtime: a new inode
+    os.replace(new, weights(d))
+    assert answer(d) == NOTE_OFF
+    assert_cached(d)
+
+
+def test_symlink_retargeted(tmp_path, aged):
+    da, db = same_size_indexes(tmp_path)
+    d = mtp_install(tmp_path)
+    a, b = tmp_path / "ta.bin", tmp_path / "tb.bin"
+    a.write_bytes(da)
+    b.write_bytes(db)
+    weights(d).unlink()
+    weights(d).symlink_to(a)
+    for p in (a, b, layout(d)):
+        set_mtime(p, aged - 20 * SECOND)
+    assert_cached(d)
+    assert answer(d) == MTP_ON
+    tmp_link = tmp_path / "link"
+    tmp_link.symlink_to(b)
+    os.replace(tmp_link, weights(d))
+    assert answer(d) == NOTE_OFF
+
+
+def test_rewritten_same_size_and_touched(tmp_path, aged):
+    da, db = same_size_indexes(tmp_path)
+    d = _baseline(tmp_path, aged)
+    weights(d).write_bytes(da)
+    set_mtime(weights(d), aged - 20 * SECOND)
+    assert answer(d) == MTP_ON
+    ino = os.stat(weights(d)).st_ino
+    with open(weights(d), "r+b") as f:
+        f.write(db)
+    set_mtime(weights(d), aged - 19 * SECOND)
+    assert os.stat(weights(d)).st_ino == ino and os.path.getsize(weights(d)) == len(da)
+    assert answer(d) == NOTE_OFF
+
+
+def test_truncated(tmp_path, aged):
+    d = _baseline(tmp_path, aged)
+    os.truncate(weights(d), 10)
+    set_mtime(weights(d), aged - 20 * SECOND)
+    got = answer(d)
+    assert got["block"] is None and got["reason"].startswith("resident index is corrupt: ")
+
+
+def test_grown(tmp_path, aged):
+    d = _baseline(tmp_path, aged)
+    header = weights(d).read_bytes()[:24]
+    # Extend the file and its residentSize: still readable, a new size.
+    with open(weights(d), "r+b") as f:
+        resident = int.from_bytes(header[8:16], "little") + 4096
+        f.seek(8)
+        f.write(resident.to_bytes(8, "little"))
+        f.truncate(int.from_bytes(header[0:8], "little") + resident)
+    set_mtime(weights(d), aged - 20 * SECOND)
+    s = snapshot(str(d))
+    assert s.index.resident_size == resident
+    assert answer(d) == MTP_ON
+
+
+def test_touched_only_is_reread(tmp_path, aged):
+    d = _baseline(tmp_path, aged)
+    before = snapshot(str(d))
+    set_mtime(weights(d), aged - 5 * SECOND)
+    after = snapshot(str(d))
+    assert after is not before and after.trusted
+    assert answer(d) == MTP_ON
+
+
+def test_deleted_weights(tmp_path, aged):
+    d = _baseline(tmp_path, aged)
+    weights(d).unlink()
+    got = answer(d)
+    assert got["block"] is None and got["reason"].startswith("open failed: ")
+    assert plan_to_dict(speculation_plan(str(d)))["drafter"]["installHasMtpHead"] is None
+
+
+def test_layout_replaced_with_moe(tmp_path, aged):
+    d = _baseline(tmp_path, aged)
+    new = tmp_path / "layout.json"
+    new.write_bytes(expert_layout_json(256, 2))
+    os.replace(new, layout(d))
+    got = answer(d)
+    assert got["block"] is None and "256 experts" in got["reason"]
+
+
+def test_layout_removed_then_created(tmp_path, aged):
+    d = write_install(tmp_path / "moe", experts=256, mtp=True)
+    age(d, aged - 20 * SECOND)
+    assert_cached(d)
+    assert "256 experts" in answer(d)["reason"]
+    layout(d).unlink()
+    assert answer(d) == MTP_ON
+    assert_cached(d)
+    layout(d).write_bytes(expert_layout_json(16, 1))
+    set_mtime(layout(d), aged - 20 * SECOND)
+    assert "16 experts" in answer(d)["reason"]
+
+
+def test_options_change_on_a_cached_snapshot(tmp_path, aged):
+    d = write_install(tmp_path / "both", mtp=True, dflash=True)
+    age(d, aged - 20 * SECOND)
+    assert_cached(d)
+    assert answer(d) == MTP_ON
+    assert answer(d, '{"speculativeDrafter": "dflash"}') == DFLASH_ON
+    assert answer(d, '{"speculativeDrafter": "dflash", "temperature": 1}')["block"] is None
+    assert answer(d, '{"speculativeDrafter": "mtp", "temperature": 1}') == MTP_ON
+    assert answer(d, '{"speculation": "off"}') == {"block": None, "drafter": None,
+                                                  "reason": None}
+
+
+# --------------------------------------------------------------------------
+# Bounded.
+
+def test_cache_is_bounded(tmp_path, aged):
+    dirs = []
+    for k in range(MAX_CACHED_INSTALLS + 8):
+        d = write_install(tmp_path / f"i{k}", mtp=(k % 2 == 0), dflash=(k % 2 == 1),
+                          layers=1, full_attention_every=1, manifest=False)
+        age(d, aged - 20 * SECOND)
+        dirs.append(d)
+    first = weakref.ref(snapshot(str(dirs[0])))
+    for k, d in enumerate(dirs):
+        assert answer(d) == (MTP_ON if k % 2 == 0 else NOTE_OFF)
+        assert len(install._cache) <= MAX_CACHED_INSTALLS
+    assert len(install._cache) == MAX_CACHED_INSTALLS
+    gc.collect()
+    assert first() is None  # the evicted snapshot is gone, not just unlisted
+    # An evicted install still answers correctly.
+    assert answer(dirs[0]) == MTP_ON
+    assert len(install._cache) == MAX_CACHED_INSTALLS
