@@ -1,0 +1,839 @@
+"""The `turbospark-ffi` console script, run as a subprocess against real
+installs: inspect, plan, make-install (and config, which must keep working).
+
+Every run is checked for the things that must hold of every run: no
+traceback on stderr, errors as one line, human output within 80 columns and
+free of ANSI escapes unless stdout is a terminal and NO_COLOR is unset. The
+`--json` outputs are compared byte for byte with what the C ABI itself
+returns, through ctypes on the built library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import pty
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "turbospark_ffi" / "samples"
+ESC = "\x1b"
+
+
+# ---------------------------------------------------------------------------
+# Running the command
+
+def _env(**overrides: str | None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"]
+                                     if env.get("PYTHONPATH") else "")
+    env.pop("NO_COLOR", None)
+    env.pop("COLUMNS", None)
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def run(*args, env: dict | None = None, json_out: bool | None = None):
+    """Run `python -m turbospark_ffi ARGS` and check what holds of every run.
+
+    `json_out`: the output is for machines (--json, config's flags), so it is
+    not wrapped to 80 columns; by default, whether `--json` or `config` is in
+    ARGS (config's --help is for people and is checked)."""
+    result = subprocess.run([sys.executable, "-m", "turbospark_ffi", *map(_arg, args)],
+                            cwd=ROOT, capture_output=True, text=True,
+                            env=_env() if env is None else env, timeout=120)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "Exception ignored" not in result.stderr, result.stderr
+    if result.returncode != 0:
+        # Errors are ONE line.
+        assert result.stderr.count("\n") == 1 and result.stderr.endswith("\n"), result.stderr
+    if json_out is None:
+        json_out = "--json" in args or (args[:1] == ("config",) and "--help" not in args)
+    if not json_out:
+        assert_fits_80(result.stdout)
+    assert ESC not in result.stdout and ESC not in result.stderr
+    return result
+
+
+def _arg(a):
+    return a if isinstance(a, bytes) else str(a)
+
+
+def assert_fits_80(text: str) -> None:
+    for line in text.splitlines():
+        assert len(line) <= 80, f"{len(line)} columns: {line!r}"
+
+
+def squash(text: str) -> str:
+    """Whitespace-normalised, so a wrapped message compares with its original."""
+    return " ".join(text.split())
+
+
+def run_on_tty(*args, env: dict):
+    """Run with stdout on a pseudo-terminal; returns (status, stdout, stderr)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "turbospark_ffi", *map(str, args)],
+                            cwd=ROOT, stdout=slave, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    status = proc.wait(timeout=120)
+    assert "Traceback" not in stderr, stderr
+    return status, b"".join(chunks).decode().replace("\r\n", "\n"), stderr
+
+
+# ---------------------------------------------------------------------------
+# The C ABI, through ctypes, for the --json comparisons
+
+class Abi:
+    def __init__(self, path: Path) -> None:
+        lib = ctypes.CDLL(str(path))
+        out = ctypes.POINTER(ctypes.c_void_p)
+        lib.ts_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out]
+        lib.ts_speculation_plan.restype = ctypes.c_int32
+        lib.ts_install_info_json.argtypes = [ctypes.c_char_p, out]
+        lib.ts_install_info_json.restype = ctypes.c_int32
+        lib.ts_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        lib.ts_last_error.restype = ctypes.c_size_t
+        lib.ts_string_free.argtypes = [ctypes.c_void_p]
+        lib.ts_string_free.restype = None
+        self.lib = lib
+
+    def _take(self, status: int, ptr: ctypes.c_void_p):
+        text = None
+        if ptr.value:
+            text = ctypes.string_at(ptr.value).decode("utf-8")
+            self.lib.ts_string_free(ptr)
+        size = self.lib.ts_last_error(None, 0)
+        buf = ctypes.create_string_buffer(size + 1)
+        self.lib.ts_last_error(buf, size + 1)
+        return status, text, buf.value.decode("utf-8")
+
+    def plan(self, model_dir, options: str):
+        ptr = ctypes.c_void_p()
+        status = self.lib.ts_speculation_plan(os.fsencode(str(model_dir)),
+                                              options.encode("utf-8"), ctypes.byref(ptr))
+        return self._take(status, ptr)
+
+    def info(self, model_dir):
+        ptr = ctypes.c_void_p()
+        status = self.lib.ts_install_info_json(os.fsencode(str(model_dir)), ctypes.byref(ptr))
+        return self._take(status, ptr)
+
+
+@pytest.fixture(scope="session")
+def abi(library_path) -> Abi:
+    return Abi(library_path)
+
+
+# ---------------------------------------------------------------------------
+# Installs: written by the command itself (make-install), plus shapes only the
+# writer's API can make (partial drafters) and unreadable indexes.
+
+SHAPES = {
+    "none": [],
+    "mtp": ["--mtp"],
+    "dflash": ["--dflash"],
+    "both": ["--mtp", "--dflash"],
+    "moe": ["--mtp", "--experts", "256", "--layers", "8"],
+    "bf16": ["--mtp", "--probe-dtype", "bf16"],
+    "nolayer": ["--mtp", "--layers", "2"],
+}
+
+
+@pytest.fixture(scope="session")
+def installs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("cli_installs")
+    made: dict[str, Path] = {}
+    for name, flags in SHAPES.items():
+        result = run("make-install", root / name, *flags)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"wrote {root / name}: ")
+        made[name] = root / name
+
+    from turbospark_ffi.install_writer import DFLASH_TENSORS, MTP_HEAD_TENSORS, write_install
+    made["partial_mtp"] = write_install(root / "partial_mtp", mtp_tensors=MTP_HEAD_TENSORS[:4])
+    made["headless_mtp"] = write_install(root / "headless_mtp",
+                                         mtp_tensors=MTP_HEAD_TENSORS[1:3])
+    made["partial_dflash"] = write_install(root / "partial_dflash",
+                                           dflash_tensors=DFLASH_TENSORS[:70])
+
+    short = root / "short_header"
+    short.mkdir()
+    (short / "model_weights.bin").write_bytes(b"\x00" * 10)
+    made["short_header"] = short
+
+    past = write_install(root / "entry_table_past_index", mtp=True)
+    weights = past / "model_weights.bin"
+    data = bytearray(weights.read_bytes())
+    data[16:24] = (10**6).to_bytes(8, "little")  # entry_count: a table far past indexSize
+    weights.write_bytes(bytes(data))
+    made["entry_table_past_index"] = past
+
+    made["missing"] = root / "no_such_install"
+    return made
+
+
+# ---------------------------------------------------------------------------
+# inspect
+
+def entries(abi, path) -> str:
+    """The entry count the C ABI reads, as inspect prints it."""
+    return f"{json.loads(abi.info(path)[1])['entryCount']:,} entries"
+
+
+def test_inspect_none(installs, abi):
+    r = run("inspect", installs["none"])
+    assert r.returncode == 0 and r.stderr == ""
+    out = r.stdout
+    assert f"install           {installs['none']}" in out
+    assert f"readable: {entries(abi, installs['none'])}, index 16,384 bytes" in out
+    assert "MTP head          absent (0 of 15 tensors)" in out
+    assert "DFlash2 drafter   absent (0 of 81 tensors)" in out
+    assert "layer 3, the first full-attention layer" in out
+    assert "language_model.model.layers.3.self_attn.q_proj.weight" in out
+    assert "dtype 4 (INT4 affine), which the batched verify covers" in out
+    assert "dense: packed_experts/layout.json routes no experts" in out
+    assert "carries no multi-token-prediction head" in squash(out)
+    assert "carries no DFlash2 drafter" in squash(out)
+
+
+def test_inspect_mtp(installs, abi):
+    out = run("inspect", installs["mtp"]).stdout
+    assert f"readable: {entries(abi, installs['mtp'])}, index " in out
+    assert "MTP head          complete: all 15 tensors" in out
+    assert "DFlash2 drafter   absent (0 of 81 tensors)" in out
+    assert "  mtp             none: nothing in the files stands in the way" in out
+
+
+def test_inspect_dflash(installs, abi):
+    out = run("inspect", installs["dflash"]).stdout
+    assert f"readable: {entries(abi, installs['dflash'])}, index " in out
+    assert "MTP head          absent (0 of 15 tensors)" in out
+    assert "DFlash2 drafter   complete: all 81 tensors" in out
+    assert "  dflash          none: nothing in the files stands in the way" in out
+
+
+def test_inspect_both(installs, abi):
+    out = run("inspect", installs["both"]).stdout
+    # The drafters add exactly their 15 and 81 entries to the same trunk.
+    def count(name):
+        return json.loads(abi.info(installs[name])[1])["entryCount"]
+    assert count("both") == count("none") + 15 + 81 == count("mtp") + 81
+    assert f"readable: {entries(abi, installs['both'])}, index " in out
+    assert "MTP head          complete: all 15 tensors" in out
+    assert "DFlash2 drafter   complete: all 81 tensors" in out
+    assert out.count("none: nothing in the files stands in the way") == 2
+
+
+@pytest.mark.parametrize("name,entries", [("none", 851), ("mtp", 866), ("dflash", 932),
+                                          ("both", 947)])
+def test_inspect_shipped_samples(name, entries):
+    out = run("inspect", SAMPLES / name).stdout
+    assert f"readable: {entries} entries, index " in out
+
+
+def test_inspect_moe(installs):
+    out = run("inspect", installs["moe"]).stdout
+    assert "MoE: 256 routed experts per layer, over 8 layers" in out
+    preview = squash(out.split("blocker preview", 1)[1])
+    assert preview.count("this install routes to 256 experts per layer") == 2
+    assert "no download changes that" in preview
+
+
+def test_inspect_probe_dtype_not_covered(installs):
+    out = run("inspect", installs["bf16"]).stdout
+    assert "dtype 1 (BF16), which the batched verify does NOT cover" in out
+    assert "has dtype 1 (BF16), which the batched verify does not cover" in squash(out)
+
+
+def test_inspect_no_full_attention_layer(installs):
+    out = squash(run("inspect", installs["nolayer"]).stdout)
+    assert "probe none: no full-attention layer" in out
+
+
+def test_inspect_partial_mtp_lists_missing(installs):
+    from turbospark_ffi.install_writer import MTP_HEAD_TENSORS
+    out = run("inspect", installs["partial_mtp"]).stdout
+    assert "MTP head          partial: 4 of 15 tensors, detected; missing:" in out
+    lines = out.splitlines()
+    for name in MTP_HEAD_TENSORS[4:]:
+        assert " " * 20 + name in lines
+    for name in MTP_HEAD_TENSORS[:4]:
+        assert " " * 20 + name not in lines
+
+
+def test_inspect_partial_without_presence_tensor(installs):
+    out = squash(run("inspect", installs["headless_mtp"]).stdout)
+    assert ("partial: 2 of 15 tensors, NOT detected: its presence test, mtp.fc.weight, "
+            "is missing; missing: mtp.fc.weight") in out
+    assert "carries no multi-token-prediction head" in out
+
+
+def test_inspect_partial_dflash(installs):
+    from turbospark_ffi.install_writer import DFLASH_TENSORS
+    out = run("inspect", installs["partial_dflash"]).stdout
+    assert "DFlash2 drafter   partial: 70 of 81 tensors, detected; missing:" in out
+    for name in DFLASH_TENSORS[70:]:
+        assert " " * 20 + name in out.splitlines()
+
+
+@pytest.mark.parametrize("name,check", [("short_header", "short_header"),
+                                        ("entry_table_past_index", "entry_table_past_index"),
+                                        ("missing", "open")])
+def test_inspect_unreadable_index(installs, abi, name, check):
+    r = run("inspect", installs[name])
+    assert r.returncode == 0 and r.stderr == ""
+    status, info, _ = abi.info(installs[name])
+    assert status == 0
+    info = json.loads(info)
+    assert info["indexCheck"] == check
+    out = squash(r.stdout)
+    # The exact reason, and the check that tripped.
+    # (A path longer than the value column is broken across lines to fit.)
+    assert "".join(f"index UNREADABLE ({check} check): {info['indexError']}".split()) \
+        in "".join(r.stdout.split())
+    assert '"unknown" (null), which is not "absent"' in out
+    assert "MTP head unknown (the index is unreadable)" in out
+    assert "DFlash2 drafter unknown (the index is unreadable)" in out
+
+
+ALL_INSTALLS = list(SHAPES) + ["partial_mtp", "headless_mtp", "partial_dflash",
+                               "short_header", "entry_table_past_index", "missing"]
+
+
+@pytest.mark.parametrize("name", ALL_INSTALLS)
+def test_inspect_json_is_the_c_abi(installs, abi, name):
+    r = run("inspect", installs[name], "--json")
+    status, text, error = abi.info(installs[name])
+    assert status == 0 and error == ""
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout == text + "\n"
+
+
+def test_inspect_json_shipped_sample(abi):
+    r = run("inspect", "turbospark_ffi/samples/both", "--json")
+    assert r.stdout == abi.info("turbospark_ffi/samples/both")[1] + "\n"
+
+
+def test_inspect_invalid_dirs(abi):
+    r = run("inspect", "")
+    assert r.returncode == 1
+    assert r.stderr.startswith("turbospark-ffi inspect: model_dir is empty")
+    raw = os.fsencode("/tmp/not-utf8-") + b"\xff"
+    r = run("inspect", raw)
+    status, _, error = abi.info(os.fsdecode(raw))
+    assert status == 1
+    assert r.returncode == 1
+    assert r.stderr == f"turbospark-ffi inspect: {error}\n"
+    assert "not UTF-8" in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# plan: plain words
+
+def test_plan_none_auto(installs):
+    r = run("plan", installs["none"])
+    assert r.returncode == 0 and r.stderr == ""
+    out = squash(r.stdout)
+    assert "options {} (the object a host passes to ts_speculation_plan)" in out
+    assert "speculation OFF (the reason is below)" in out
+    assert "drafter mtp (MTP head), resolved by auto from the index" in out
+    assert "the install carries an MTP head: no; a DFlash2 drafter: no" in out
+    assert "open with mtp auto (built if the install carries it) dflash off" in out
+    assert "reason this install carries no multi-token-prediction head" in out
+    assert "note " not in out
+
+
+def test_plan_mtp_auto_on(installs):
+    out = squash(run("plan", installs["mtp"]).stdout)
+    assert "speculation ON: block 2, drafted by the MTP head" in out
+    assert "reason" not in out
+
+
+def test_plan_dflash_auto_note(installs):
+    from turbospark_ffi.policy import DFLASH_AUTO_NOTE
+    out = squash(run("plan", installs["dflash"]).stdout)
+    assert "speculation OFF" in out
+    assert "the install carries an MTP head: no; a DFlash2 drafter: yes" in out
+    assert f"note {DFLASH_AUTO_NOTE}" in out
+    assert "reason the note above" in out
+
+
+def test_plan_dflash_named(installs):
+    r = run("plan", installs["dflash"], "--speculative-drafter", "dflash", "--speculation", "2")
+    out = squash(r.stdout)
+    assert r.returncode == 0
+    assert 'options {"speculation":"2","speculativeDrafter":"dflash"}' in out
+    assert "speculation ON: block 2, drafted by the DFlash2 drafter" in out
+    assert "drafter dflash (DFlash2 drafter), as asked" in out
+    assert ("open with mtp off dflash fixed at block 2 (the open fails if it is missing)"
+            in out)
+
+
+def test_plan_both_auto_is_mtp(installs):
+    out = squash(run("plan", installs["both"]).stdout)
+    assert "speculation ON: block 2, drafted by the MTP head" in out
+    assert "the install carries an MTP head: yes; a DFlash2 drafter: yes" in out
+
+
+def test_plan_off_as_asked(installs):
+    out = squash(run("plan", installs["mtp"], "--speculation", "OFF").stdout)
+    assert "speculation OFF, as asked (--speculation off)" in out
+    assert "open with mtp off dflash off" in out
+
+
+def test_plan_moe_auto_reason(installs):
+    out = squash(run("plan", installs["moe"]).stdout)
+    assert "speculation OFF" in out
+    assert "reason this install routes to 256 experts per layer" in out
+
+
+def test_plan_engine_blocker(installs):
+    r = run("plan", installs["mtp"], "--engine-blocker", "a vision tower is active")
+    out = squash(r.stdout)
+    assert r.returncode == 0
+    assert "reason a vision tower is active" in out
+    r = run("plan", installs["none"], "--no-engine-blocker")
+    out = squash(r.stdout)
+    assert 'options {"engineBlocker":null}' in out
+    assert "speculation ON: block 2" in out
+
+
+def test_plan_unreadable_index_is_unknown(installs):
+    r = run("plan", installs["short_header"])
+    out = squash(r.stdout)
+    assert r.returncode == 0
+    assert "the install carries an MTP head: unknown; a DFlash2 drafter: unknown" in out
+    assert "(unknown: the resident index is unreadable, which is not \"absent\")" in out
+    assert "reason resident index is corrupt" in out
+
+
+# ---------------------------------------------------------------------------
+# plan: refused (2) and invalid (1)
+
+REFUSED = [
+    ("none", ["--speculation", "2"]),
+    ("dflash", ["--speculation", "2"]),
+    ("mtp", ["--speculation", "16"]),
+    ("mtp", ["--speculation", "0"]),
+    ("moe", ["--speculation", "2"]),
+    ("bf16", ["--speculation", "2"]),
+    ("both", ["--speculative-drafter", "dflash", "--speculation", "2",
+              "--temperature", "0.7"]),
+    ("mtp", ["--speculation", "3", "--engine-blocker", "a vision tower is active"]),
+    ("short_header", ["--speculation", "2"]),
+]
+
+
+def flags_to_options(flags: list[str]) -> str:
+    """The test's own reading of the flags: the options object a host sends."""
+    keys = {"--speculation": "speculation", "--speculative-drafter": "speculativeDrafter",
+            "--engine-blocker": "engineBlocker", "--temperature": "temperature"}
+    options: dict = {}
+    it = iter(flags)
+    for flag in it:
+        if flag == "--no-engine-blocker":
+            options["engineBlocker"] = None
+        elif flag == "--json":
+            continue
+        elif flag == "--temperature":
+            text = next(it)
+            try:
+                number = float(text)
+            except ValueError:
+                number = None
+            finite = number is not None and number - number == 0
+            options["temperature"] = number if finite else text
+        else:
+            options[keys[flag]] = next(it)
+    return json.dumps(options)
+
+
+@pytest.mark.parametrize("name,flags", REFUSED)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_plan_refused_exits_2_with_the_message_verbatim(installs, abi, name, flags, as_json):
+    args = ["plan", installs[name], *flags] + (["--json"] if as_json else [])
+    r = run(*args)
+    status, text, error = abi.plan(installs[name], flags_to_options(flags))
+    assert status == 2 and text is None
+    assert error.startswith("--speculative was asked for but cannot be served: ")
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert r.stderr == error + "\n"
+
+
+INVALID = [
+    (["--speculation", "bogus"], "--speculation (option key speculation)", '"bogus"',
+     '"auto", "off"'),
+    (["--speculation", "-1"], "--speculation (option key speculation)", '"-1"', "1..=15"),
+    (["--speculation", "2.5"], "--speculation (option key speculation)", '"2.5"', "1..=15"),
+    (["--speculative-drafter", "MTP"], "--speculative-drafter (option key speculativeDrafter)",
+     '"MTP"', '"auto", "mtp", "dflash"'),
+    (["--temperature", "-1"], "--temperature (option key temperature)", "-1.0",
+     "a finite number >= 0"),
+    (["--temperature", "nan"], "--temperature (option key temperature)", '"nan"',
+     "a finite number >= 0"),
+    (["--temperature", "warm"], "--temperature (option key temperature)", '"warm"',
+     "a finite number >= 0"),
+    (["--engine-blocker", ""], "--engine-blocker (option key engineBlocker)", '""',
+     "a non-empty string"),
+]
+
+
+@pytest.mark.parametrize("flags,names,value,accepts", INVALID)
+def test_plan_invalid_exits_1_naming_key_value_and_set(installs, abi, flags, names, value,
+                                                        accepts):
+    r = run("plan", installs["mtp"], *flags)
+    assert r.returncode == 1
+    assert r.stdout == ""
+    line = r.stderr
+    assert line.startswith(f"turbospark-ffi plan: {names}: got {value}")
+    assert accepts in line
+    # The same refusal a host gets from the C ABI for the same object.
+    status, text, error = abi.plan(installs["mtp"], flags_to_options(flags))
+    assert status == 1 and text is None
+    assert line.endswith(error.split(": ", 1)[1] + "\n")
+
+
+def test_plan_invalid_also_with_json(installs):
+    r = run("plan", installs["mtp"], "--speculation", "lots", "--json")
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith("turbospark-ffi plan: --speculation (option key speculation): "
+                               'got "lots"; accepts ')
+
+
+def test_plan_invalid_dir():
+    r = run("plan", "")
+    assert r.returncode == 1
+    assert r.stderr.startswith("turbospark-ffi plan: model_dir is empty")
+
+
+USAGE_ERRORS = [
+    ["plan"],
+    ["plan", "x", "--engine-blocker", "a", "--no-engine-blocker"],
+    ["plan", "x", "--speculation"],
+    ["plan", "x", "--bogus"],
+    ["inspect"],
+    ["frobnicate"],
+    [],
+    ["make-install"],
+    ["make-install", "x", "--experts", "many"],
+    ["make-install", "x", "--experts", "-1"],
+    ["make-install", "x", "--layers", "99999"],
+    ["make-install", "x", "--probe-dtype", "int3"],
+    ["config", "--bogus"],
+]
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS, ids=lambda a: " ".join(a) or "no-args")
+def test_usage_errors_exit_1_in_one_line(args):
+    r = run(*args)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stdout == ""
+    assert r.stderr.startswith("turbospark-ffi")
+    assert "--help" in r.stderr
+    assert "usage:" not in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# plan --json is exactly ts_speculation_plan
+
+PLAN_FLAGS = [
+    [],
+    ["--speculation", "auto"],
+    ["--speculation", "AUTO"],
+    ["--speculation", "off"],
+    ["--speculation", "2"],
+    ["--speculation", "15"],
+    ["--speculative-drafter", "mtp"],
+    ["--speculative-drafter", "dflash"],
+    ["--speculative-drafter", "dflash", "--speculation", "2"],
+    ["--speculative-drafter", "mtp", "--speculation", "4"],
+    ["--temperature", "0"],
+    ["--temperature", "0.7", "--speculative-drafter", "dflash"],
+    ["--no-engine-blocker"],
+    ["--no-engine-blocker", "--speculation", "3"],
+    ["--engine-blocker", "a vision tower is active"],
+]
+
+
+@pytest.mark.parametrize("name", ["none", "mtp", "dflash", "both", "moe", "bf16",
+                                  "headless_mtp", "short_header"])
+@pytest.mark.parametrize("flags", PLAN_FLAGS, ids=lambda f: " ".join(f) or "defaults")
+def test_plan_json_is_the_c_abi(installs, abi, name, flags):
+    r = run("plan", installs[name], *flags, "--json")
+    status, text, error = abi.plan(installs[name], flags_to_options(flags))
+    assert status in (0, 2)
+    if status == 0:
+        assert r.returncode == 0 and r.stderr == ""
+        assert r.stdout == text + "\n"
+    else:
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr == error + "\n"
+    # The plain-words run agrees on the status and shows the same object.
+    plain = run("plan", installs[name], *flags)
+    assert plain.returncode == r.returncode
+    if status == 0:
+        shown = [line for line in plain.stdout.splitlines() if line.startswith("options ")]
+        assert len(shown) == 1
+        assert json.loads(shown[0][len("options "):]) == json.loads(flags_to_options(flags))
+
+
+def test_plan_block_as_string_is_the_block_as_integer(installs, abi):
+    """--speculation N goes in as the string "N": the grammar reads it as the
+    integer a host would send, so the answer is the same."""
+    as_string = abi.plan(installs["mtp"], '{"speculation": "3"}')
+    as_integer = abi.plan(installs["mtp"], '{"speculation": 3}')
+    assert as_string == as_integer
+    assert run("plan", installs["mtp"], "--speculation", "3", "--json").stdout \
+        == as_integer[1] + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Colour, 80 columns, --help
+
+def test_no_colour_when_not_a_terminal(installs):
+    for args in (["inspect", installs["mtp"]], ["plan", installs["dflash"]]):
+        r = run(*args)  # run() asserts no escape codes
+        assert r.returncode == 0
+
+
+def test_colour_on_a_terminal_unless_no_color(installs, abi):
+    status, out, err = run_on_tty("plan", installs["mtp"], env=_env())
+    assert status == 0 and err == ""
+    assert "\x1b[32mON:\x1b[0m" in out
+    status, out, err = run_on_tty("inspect", installs["partial_mtp"], env=_env())
+    assert "\x1b[33mpartial:\x1b[0m" in out
+    for env in (_env(NO_COLOR="1"), _env(NO_COLOR=""), _env(TERM="dumb")):
+        status, out, _ = run_on_tty("plan", installs["mtp"], env=env)
+        assert status == 0 and ESC not in out
+        assert "ON: block 2" in out
+    # --json is never coloured, on a terminal too.
+    status, out, _ = run_on_tty("inspect", installs["mtp"], "--json", env=_env())
+    assert out == abi.info(installs["mtp"])[1] + "\n"
+
+
+def test_coloured_output_still_fits_80_columns(installs):
+    import re
+    _, out, _ = run_on_tty("inspect", installs["partial_dflash"], env=_env())
+    assert ESC in out
+    assert_fits_80(re.sub(r"\x1b\[[0-9;]*m", "", out))
+
+
+def test_long_paths_and_reasons_fit_80_columns(tmp_path, abi):
+    deep = tmp_path / ("a-very-long-directory-name-" * 3) / ("and-another-one-" * 4) / "install"
+    r = run("make-install", deep, "--mtp", "--experts", "64")
+    assert r.returncode == 0
+    assert len(str(deep)) > 80
+    for args in (["inspect", deep], ["plan", deep],
+                 ["plan", deep, "--engine-blocker", "word " * 60],
+                 ["plan", deep, "--engine-blocker", "x" * 200]):
+        r = run(*args)  # run() checks 80 columns
+        assert r.returncode == 0
+    assert abi.info(deep)[0] == 0
+
+
+@pytest.mark.parametrize("command,expect", [
+    ([], ["config", "inspect", "plan", "make-install", "NO_COLOR"]),
+    (["config"], ["--cflags", "--libs", "--pkg-config-dir"]),
+    (["inspect"], ["DIR", "--json", "ts_install_info_json"]),
+    (["plan"], ["--speculation", "--speculative-drafter", "--temperature", "--engine-blocker",
+                "--no-engine-blocker", "--json", "ts_speculation_plan", "2 refused"]),
+    (["make-install"], ["--mtp", "--dflash", "--experts", "--probe-dtype", "--layers",
+                        "--samples", "--force"]),
+])
+@pytest.mark.parametrize("columns", [None, "200", "50"])
+def test_help(command, expect, columns):
+    r = run(*command, "--help", env=_env(COLUMNS=columns))
+    assert r.returncode == 0 and r.stderr == ""
+    prog = " ".join(["turbospark-ffi", *command])
+    assert r.stdout.startswith(f"usage: {prog} ")
+    for word in expect:
+        assert word in r.stdout
+    assert_fits_80(r.stdout)
+
+
+# ---------------------------------------------------------------------------
+# make-install
+
+def _read_header(path: Path) -> tuple[int, int, int]:
+    data = (path / "model_weights.bin").read_bytes()[:24]
+    return tuple(int.from_bytes(data[i:i + 8], "little") for i in (0, 8, 16))
+
+
+def test_make_install_engine_layout(tmp_path, abi):
+    import hashlib
+    target = tmp_path / "moe"
+    r = run("make-install", target, "--mtp", "--experts", "16", "--layers", "8")
+    assert r.returncode == 0
+    assert r.stdout == textwrap.fill(
+        f"wrote {target}: {entries(abi, target)}, MTP head, MoE, 16 experts per layer, "
+        "probe dtype 4 (INT4 affine)", 79, subsequent_indent="  ", break_on_hyphens=False) + "\n"
+    index_size, resident_size, entry_count = _read_header(target)
+    assert f"{entry_count:,} entries" == entries(abi, target) and index_size % 16384 == 0
+    assert (target / "model_weights.bin").stat().st_size == index_size + resident_size
+    manifest = json.loads((target / "manifest.json").read_text())
+    assert (manifest["magic"], manifest["versionMajor"], manifest["versionMinor"]) \
+        == ("GTURBO", 1, 0)
+    for rel, entry in manifest["files"].items():
+        assert hashlib.sha256((target / rel).read_bytes()).hexdigest() == entry["sha256"]
+    layout = json.loads((target / "packed_experts" / "layout.json").read_text())
+    assert layout["expertsPerLayer"] == 16 and layout["numLayers"] == 8
+    assert len(layout["layers"]) == 8 and len(layout["layers"][0]["experts"]) == 16
+
+
+def test_make_install_is_what_write_install_writes(tmp_path):
+    from turbospark_ffi.install_writer import write_install
+    run("make-install", tmp_path / "cli", "--dflash", "--probe-dtype", "2", "--layers", "12")
+    write_install(tmp_path / "api", dflash=True, probe_dtype=2, layers=12)
+    for rel in ("model_weights.bin", "manifest.json", "packed_experts/layout.json"):
+        assert (tmp_path / "cli" / rel).read_bytes() == (tmp_path / "api" / rel).read_bytes()
+
+
+@pytest.mark.parametrize("spelling,tag", [("bf16", 1), ("FP16", 2), ("int4", 4),
+                                          ("INT4 affine", 4), ("int8-affine", 5),
+                                          ("q4_k", 7), ("GGUF Q4_K", 7), ("1-bit", 15),
+                                          ("2-bit affine", 16), ("24", 24), ("200", 200)])
+def test_make_install_probe_dtype_spellings(tmp_path, abi, spelling, tag):
+    target = tmp_path / "install"
+    r = run("make-install", target, "--mtp", "--probe-dtype", spelling)
+    assert r.returncode == 0
+    info = json.loads(abi.info(target)[1])
+    assert info["probe"]["dtype"] == tag
+    if tag == 200:
+        assert "not a known dtype tag" in r.stdout
+        assert "dtype 200 (not a known dtype tag)" in run("inspect", target).stdout
+
+
+def test_make_install_refuses_to_overwrite_without_force(tmp_path):
+    target = tmp_path / "install"
+    assert run("make-install", target, "--mtp").returncode == 0
+    before = (target / "model_weights.bin").read_bytes()
+    before_entries = _read_header(target)[2]
+    r = run("make-install", target)
+    assert r.returncode == 1
+    assert r.stderr == (f"turbospark-ffi make-install: {target / 'model_weights.bin'} already "
+                        "exists; pass --force to overwrite it (check it is not a real install "
+                        "first)\n")
+    assert (target / "model_weights.bin").read_bytes() == before
+    assert run("make-install", target, "--force").returncode == 0
+    assert _read_header(target)[2] < before_entries
+
+
+def test_make_install_cannot_write(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    r = run("make-install", blocker / "install")
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"turbospark-ffi make-install: cannot write an install to "
+                               f"{blocker / 'install'}: ")
+
+
+def test_make_install_too_many_experts(tmp_path):
+    r = run("make-install", tmp_path / "x", "--experts", "1024", "--layers", "40")
+    assert r.returncode == 1
+    assert "accepts at most 20,480 in all" in r.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_make_install_samples(tmp_path):
+    from turbospark_ffi.install_writer import write_samples
+    r = run("make-install", "--samples", tmp_path / "cli")
+    assert r.returncode == 0
+    assert [line.split(":")[0] for line in r.stdout.splitlines() if line.startswith("wrote")] \
+        == [f"wrote {tmp_path / 'cli' / n}" for n in ("none", "mtp", "dflash", "both")]
+    write_samples(tmp_path / "api")
+    for name in ("none", "mtp", "dflash", "both"):
+        for rel in ("model_weights.bin", "manifest.json", "packed_experts/layout.json"):
+            assert (tmp_path / "cli" / name / rel).read_bytes() \
+                == (tmp_path / "api" / name / rel).read_bytes()
+    # Regenerating over them needs --force, as for any install.
+    assert run("make-install", "--samples", tmp_path / "cli").returncode == 1
+    assert run("make-install", "--samples", tmp_path / "cli", "--force").returncode == 0
+
+
+def test_make_install_samples_take_no_shape_flags(tmp_path):
+    r = run("make-install", "--samples", tmp_path / "s", "--mtp", "--layers", "8")
+    assert r.returncode == 1
+    assert "takes no --mtp, --layers" in r.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_shipped_samples_are_what_make_install_writes(tmp_path):
+    run("make-install", "--samples", tmp_path)
+    for name in ("none", "mtp", "dflash", "both"):
+        for rel in ("model_weights.bin", "manifest.json", "packed_experts/layout.json"):
+            assert (tmp_path / name / rel).read_bytes() == (SAMPLES / name / rel).read_bytes()
+
+
+# ---------------------------------------------------------------------------
+# config keeps working; the entry point; pipes
+
+def test_config_unchanged():
+    from turbospark_ffi import native
+    r = run("config", "--cflags", "--libs")
+    assert r.returncode == 0
+    assert r.stdout == f"{native.cflags()} {native.libs()}\n"
+    assert run("config").stdout == native.pkg_config()
+    assert run("config", "--includedir", "--libdir").stdout \
+        == f"{native.include_dir()} {native.package_dir()}\n"
+
+
+def test_config_pkg_config_dir(tmp_path):
+    from turbospark_ffi import native
+    r = run("config", "--pkg-config-dir", tmp_path / "pc")
+    assert r.stdout == f"{tmp_path / 'pc' / 'turbospark_ffi.pc'}\n"
+    assert (tmp_path / "pc" / "turbospark_ffi.pc").read_text() == native.pkg_config()
+
+
+def test_console_script_entry_point(installs):
+    import tomllib
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["turbospark-ffi"] == "turbospark_ffi.cli:main"
+    # What the generated console script does: import main and exit with it.
+    r = subprocess.run([sys.executable, "-c", "import sys; from turbospark_ffi.cli import main; "
+                        "sys.exit(main())", "plan", str(installs["dflash"]), "--speculation", "2"],
+                       cwd=ROOT, capture_output=True, text=True, env=_env(), timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("--speculative was asked for but cannot be served: ")
+
+
+def test_closed_stdout_is_quiet(installs):
+    proc = subprocess.Popen([sys.executable, "-m", "turbospark_ffi", "inspect",
+                             str(installs["partial_dflash"])], cwd=ROOT, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0
+    assert stderr == ""
+
+
+def test_main_in_process_returns_status(installs, capsys):
+    from turbospark_ffi.cli import main
+    assert main(["plan", str(installs["mtp"]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["speculation"]["block"] == 2
+    assert main(["plan", str(installs["none"]), "--speculation", "2"]) == 2
+    assert capsys.readouterr().err.startswith("--speculative was asked for")
