@@ -64,6 +64,13 @@ extern "C" {
 #define TS_NULLABLE
 #endif
 
+/* Nullability is a clang extension; say so once here, so that hosts building
+ * with -pedantic -Werror under clang are not asked to. */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wnullability-extension"
+#endif
+
 #if defined(_WIN32)
 #define TS_API __declspec(dllexport)
 #elif defined(__GNUC__)
@@ -195,6 +202,10 @@ TS_API int32_t ts_speculation_plan(const char *TS_NONNULL model_dir,
  * Returns TS_OK; TS_ERR_INVALID_ARGUMENT; TS_ERR_RUNTIME; or TS_ERR_INTERNAL. */
 TS_API int32_t ts_install_info_json(const char *TS_NONNULL model_dir,
                                     char *TS_NULLABLE *TS_NONNULL out_json);
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -41,7 +41,7 @@ def pytest_configure(config):
 def header_constants() -> dict[str, int]:
     """Every `#define TS_NAME <int>` of the header: the one source of the codes."""
     return {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"^#define\s+(TS_[A-Z0-9_]+)\s+(\d+)\s*$", HEADER.read_text(), re.M)}
+            re.finditer(r"^#define\s+(TS_[A-Z0-9_]+)\s+(\d+)\s*(?:/\*.*)?$", HEADER.read_text(), re.M)}
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ SPEC_ACCEPTS = ('"auto", "off" (any case), null, or a block in 1..=15 as a JSON 
                 'string of ASCII digits')
 DRAFTER_ACCEPTS = '"auto", "mtp", "dflash" (exact spelling) or null'
 TEMP_ACCEPTS = "a finite number >= 0, or null"
-BLOCKER_ACCEPTS = "a non-empty string (the engine's reason), or null (the engine reported none)"
+BLOCKER_ACCEPTS = "a non-empty string without NUL characters (the engine's reason), or null (the engine reported none)"
 KEYS = "speculation, speculativeDrafter, temperature, engineBlocker"
 
 

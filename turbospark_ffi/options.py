@@ -45,7 +45,8 @@ _SPECULATION_ACCEPTS = (f'"auto", "off" (any case), null, or a block in '
                         'ASCII digits')
 _DRAFTER_ACCEPTS = '"auto", "mtp", "dflash" (exact spelling) or null'
 _TEMPERATURE_ACCEPTS = "a finite number >= 0, or null"
-_BLOCKER_ACCEPTS = "a non-empty string (the engine's reason), or null (the engine reported none)"
+_BLOCKER_ACCEPTS = ("a non-empty string without NUL characters (the engine's reason), or null "
+                    "(the engine reported none)")
 _DRAFTERS = {"auto": SpeculativeDrafter.AUTO, "mtp": SpeculativeDrafter.MTP,
              "dflash": SpeculativeDrafter.DFLASH}
 
@@ -178,7 +179,9 @@ def _temperature(value: object) -> float | None:
 def _engine_blocker(value: object) -> str | None:
     if value is None:
         return None
-    if isinstance(value, str) and value:
+    # No NUL: the reason ends up in a refusal message, which a C host reads
+    # as a NUL-terminated string.
+    if isinstance(value, str) and value and "\x00" not in value:
         return value
     raise InvalidArgument(f"engineBlocker: got {_show(value)}; accepts {_BLOCKER_ACCEPTS}")
 

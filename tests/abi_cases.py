@@ -1,0 +1,833 @@
+"""ONE table of C-ABI cases, fed both to the C host (tests/c/case_host.c, via
+tests/test_c_abi.py) and to the in-process ctypes host (tests/test_ctypes_abi.py),
+so that the two layers cannot drift apart.
+
+A case names the function, the install it runs against (a shape from INSTALLS),
+the options JSON (bytes; None is a NULL pointer), the expected status (by its
+header name) and either the expected JSON (exactly, with `Has(...)` where the
+text is the library's own wording rather than the contract's) or the expected
+last-error message (exactly for the seed's messages, by required substrings
+for the library's own wording: the key, the value received, what is accepted).
+
+Expected texts are written out here, copied from the seed
+(../shared/seeds/000_f007c9db395d7cd5.txt) and FACTS section 5, never computed
+by the package under test; test_table_constants_are_the_packages cross-checks
+them against turbospark_ffi.policy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# ---------------------------------------------------------------------------
+# The seed's messages, verbatim.
+
+DFLASH_NOTE = (
+    "this install carries a DFlash2 drafter, which auto leaves OFF: measured "
+    "0.90x throughput on prose against 1.33-1.47x on code and math, and "
+    "+17.4% J/token, so it is opt-in. Select the dflash drafter to use it "
+    "(--speculative-drafter dflash, or speculativeDrafter \"dflash\" on the "
+    "C ABI)"
+)
+SAMPLED_REASON = (
+    "sampled speculation cannot be served by the block drafter: DFlash2's "
+    "selection is a greedy structured search, not a distribution, so exact "
+    "rejection sampling has no q(x) to ratio against; use the mtp drafter or "
+    "temperature 0"
+)
+REFUSAL_PREFIX = "--speculative was asked for but cannot be served: "
+VISION_BLOCKER = "the vision tower is active"
+# A blocker with non-ASCII text: the message must come back as UTF-8, verbatim.
+UTF8_BLOCKER = "la t\u00eate de vision est active \u2014 \u00e9t\u00e9"
+
+
+def out_of_range(n: int) -> str:
+    return f"{REFUSAL_PREFIX}block {n} is outside allowed range 1..=15"
+
+
+class Has:
+    """Matches a string that contains every one of `parts`."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __repr__(self) -> str:
+        return f"Has{self.parts!r}"
+
+
+class Subset:
+    """Matches a JSON object that has at least these keys with these values."""
+
+    def __init__(self, **items) -> None:
+        self.items = items
+
+    def __repr__(self) -> str:
+        return f"Subset({self.items!r})"
+
+
+NO_HEAD = Has("carries no multi-token-prediction head", "mtp.fc.weight")
+MOE_8 = Has("8 experts")
+
+
+# ---------------------------------------------------------------------------
+# Installs: shapes written with turbospark_ffi.install_writer.write_install, the
+# engine's real layout. `mtp`/`dflash` are what the Python reader must say of
+# them (checked before any case is believed); None is "index unreadable".
+
+@dataclass(frozen=True)
+class Install:
+    write: dict | str          # write_install kwargs, or "unreadable" / "missing"
+    mtp: bool | None
+    dflash: bool | None
+    experts: int | None = 0
+
+
+INSTALLS = {
+    "none": Install({}, False, False),
+    "mtp": Install({"mtp": True}, True, False),
+    "dflash": Install({"dflash": True}, False, True),     # DFlash2-only
+    "both": Install({"mtp": True, "dflash": True}, True, True),
+    "moe": Install({"mtp": True, "experts": 8}, True, False, 8),
+    "unreadable": Install("unreadable", None, None, None),
+    "missing": Install("missing", None, None, None),
+}
+
+
+def materialize(root: Path) -> dict[str, Path]:
+    """Write every install shape under `root`; return name -> directory."""
+    from turbospark_ffi.install_writer import write_install
+
+    paths = {}
+    for name, spec in INSTALLS.items():
+        path = root / name
+        if spec.write == "unreadable":
+            path.mkdir(parents=True)
+            # Shorter than the 24-byte header: no index to read.
+            (path / "model_weights.bin").write_bytes(b"\x01" * 10)
+        elif spec.write == "missing":
+            pass  # never created
+        else:
+            write_install(path, **spec.write)
+        paths[name] = path
+    return paths
+
+
+def verify_installs(paths: dict[str, Path]) -> None:
+    """The fixture must discriminate before any case is believed: the Python
+    reader (not the library) says each install is the shape the table claims."""
+    from turbospark_ffi.errors import ResidentIndexError
+    from turbospark_ffi.resident_index import (install_has_dflash, install_has_mtp_head,
+                                               load_resident_index)
+    for name, spec in INSTALLS.items():
+        weights = paths[name] / "model_weights.bin"
+        try:
+            index = load_resident_index(str(weights))
+        except ResidentIndexError:
+            index = None
+        got = (None, None) if index is None else (install_has_mtp_head(index),
+                                                  install_has_dflash(index))
+        assert got == (spec.mtp, spec.dflash), f"install {name}: reader says {got}"
+    # The DFlash2-only install really carries the drafter and no head.
+    assert (paths["dflash"] / "model_weights.bin").stat().st_size > 16_384
+    assert not paths["missing"].exists()
+
+
+# ---------------------------------------------------------------------------
+# Cases.
+
+FUNCTIONS = ("build_info", "resolve_drafter", "draft_policies", "resolve_speculation",
+             "speculation_plan", "install_info")
+# Which argument slots each function takes: "dir" (model_dir), "choice", "options".
+SIGNATURES = {
+    "build_info": (),
+    "resolve_drafter": ("dir", "options"),
+    "draft_policies": ("choice", "options"),
+    "resolve_speculation": ("options",),
+    "speculation_plan": ("dir", "options"),
+    "install_info": ("dir",),
+}
+NULL = None
+UNSET = object()
+
+
+@dataclass(frozen=True)
+class Chain:
+    """choice_json = exactly what ts_resolve_drafter returned for this install
+    and these options (the call is made first, by the same host)."""
+    install: str
+    options: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    fn: str
+    status: str                                # "TS_OK", "TS_ERR_REFUSED", ...
+    install: str | None = None                 # INSTALLS key, for "dir"
+    model_dir: bytes | None | object = UNSET   # a raw model_dir instead (None = NULL)
+    options: bytes | None = None               # None = NULL pointer
+    choice: Chain | bytes | None = None        # for draft_policies
+    null_out: bool = False
+    json: object = None                        # expected result (dict / Subset)
+    message: str | Has | None = None           # expected last error
+
+
+def _j(obj) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def _spec(block, drafter, reason=None) -> dict:
+    return {"block": block, "drafter": drafter, "reason": reason}
+
+
+OFF_OFF = {"mtp": {"mode": "off", "block": None}, "dflash": {"mode": "off", "block": None}}
+
+
+def _pol(mtp=("off", None), dflash=("off", None)) -> dict:
+    return {"mtp": {"mode": mtp[0], "block": mtp[1]},
+            "dflash": {"mode": dflash[0], "block": dflash[1]}}
+
+
+def _choice(drafter, mtp, dflash, note=None) -> dict:
+    return {"drafter": drafter, "installHasMtpHead": mtp, "installHasDflash": dflash,
+            "note": note}
+
+
+CHOICE_MTP = _choice("mtp", True, False)
+CHOICE_NOTE = _choice("mtp", False, True, DFLASH_NOTE)
+
+OPTIONS_KEYS = Has("speculation", "speculativeDrafter", "temperature", "engineBlocker")
+
+
+def _plan(choice, policies, speculation, ignored=()) -> dict:
+    return {"drafter": choice, "draftPolicies": policies, "speculation": speculation,
+            "ignoredKeys": list(ignored)}
+
+
+CASES: list[Case] = [
+    # ----- ts_build_info_json
+    Case("build-info", "build_info", "TS_OK",
+         json=Subset(abiVersion=1, version=Has("."), python=Has("3."))),
+    Case("build-info-null-out", "build_info", "TS_ERR_INVALID_ARGUMENT", null_out=True,
+         message=Has("out_json")),
+
+    # ----- ts_resolve_speculation: the seed's arms without an install
+    Case("spec-null-options", "resolve_speculation", "TS_OK", options=NULL,
+         json=_spec(2, "mtp")),
+    Case("spec-empty-options", "resolve_speculation", "TS_OK", options=b"",
+         json=_spec(2, "mtp")),
+    Case("spec-empty-object", "resolve_speculation", "TS_OK", options=b"{}",
+         json=_spec(2, "mtp")),
+    Case("spec-auto-drafter-reports-mtp", "resolve_speculation", "TS_OK",
+         options=_j({"speculativeDrafter": "auto"}), json=_spec(2, "mtp")),
+    Case("spec-all-null", "resolve_speculation", "TS_OK",
+         options=_j({"speculation": None, "speculativeDrafter": None, "temperature": None,
+                     "engineBlocker": None}), json=_spec(2, "mtp")),
+    Case("spec-auto-sampled-is-mtp", "resolve_speculation", "TS_OK",
+         options=_j({"temperature": 0.7}), json=_spec(2, "mtp")),
+    Case("spec-off", "resolve_speculation", "TS_OK", options=_j({"speculation": "off"}),
+         json=_spec(None, None)),
+    Case("spec-off-any-case", "resolve_speculation", "TS_OK",
+         options=_j({"speculation": "OfF"}), json=_spec(None, None)),
+    Case("spec-auto-any-case", "resolve_speculation", "TS_OK",
+         options=_j({"speculation": "AUTO"}), json=_spec(2, "mtp")),
+    Case("spec-block-3", "resolve_speculation", "TS_OK", options=_j({"speculation": 3}),
+         json=_spec(3, "mtp")),
+    Case("spec-block-string-15", "resolve_speculation", "TS_OK",
+         options=_j({"speculation": "15"}), json=_spec(15, "mtp")),
+    Case("spec-block-1", "resolve_speculation", "TS_OK", options=_j({"speculation": 1}),
+         json=_spec(1, "mtp")),
+    Case("spec-dflash", "resolve_speculation", "TS_OK",
+         options=_j({"speculativeDrafter": "dflash"}), json=_spec(2, "dflash")),
+    Case("spec-dflash-block-temp0", "resolve_speculation", "TS_OK",
+         options=_j({"speculativeDrafter": "dflash", "speculation": 4, "temperature": 0}),
+         json=_spec(4, "dflash")),
+    Case("spec-dflash-sampled-auto", "resolve_speculation", "TS_OK",
+         options=_j({"speculativeDrafter": "dflash", "temperature": 0.7}),
+         json=_spec(None, None, SAMPLED_REASON)),
+    Case("spec-dflash-sampled-block", "resolve_speculation", "TS_ERR_REFUSED",
+         options=_j({"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}),
+         message=REFUSAL_PREFIX + SAMPLED_REASON),
+    Case("spec-dflash-sampled-off", "resolve_speculation", "TS_OK",
+         options=_j({"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": "off"}),
+         json=_spec(None, None)),
+    Case("spec-mtp-sampled-block", "resolve_speculation", "TS_OK",
+         options=_j({"speculativeDrafter": "mtp", "temperature": 0.7, "speculation": 2}),
+         json=_spec(2, "mtp")),
+    Case("spec-blocker-auto", "resolve_speculation", "TS_OK",
+         options=_j({"engineBlocker": VISION_BLOCKER}), json=_spec(None, None, VISION_BLOCKER)),
+    Case("spec-blocker-block", "resolve_speculation", "TS_ERR_REFUSED",
+         options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 2}),
+         message=REFUSAL_PREFIX + VISION_BLOCKER),
+    Case("spec-blocker-off", "resolve_speculation", "TS_OK",
+         options=_j({"engineBlocker": VISION_BLOCKER, "speculation": "off"}),
+         json=_spec(None, None)),
+    Case("spec-blocker-outranks-range", "resolve_speculation", "TS_ERR_REFUSED",
+         options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 16}),
+         message=REFUSAL_PREFIX + VISION_BLOCKER),
+    Case("spec-blocker-outranks-sampled", "resolve_speculation", "TS_OK",
+         options=_j({"engineBlocker": VISION_BLOCKER, "speculativeDrafter": "dflash",
+                     "temperature": 0.7}),
+         json=_spec(None, None, VISION_BLOCKER)),
+    Case("spec-blocker-null", "resolve_speculation", "TS_OK",
+         options=_j({"engineBlocker": None, "speculation": 4}), json=_spec(4, "mtp")),
+    Case("spec-blocker-utf8", "resolve_speculation", "TS_OK",
+         options=json.dumps({"engineBlocker": UTF8_BLOCKER}, ensure_ascii=False).encode(),
+         json=_spec(None, None, UTF8_BLOCKER)),
+    Case("spec-blocker-utf8-block", "resolve_speculation", "TS_ERR_REFUSED",
+         options=json.dumps({"engineBlocker": UTF8_BLOCKER, "speculation": 2},
+                            ensure_ascii=False).encode(),
+         message=REFUSAL_PREFIX + UTF8_BLOCKER),
+    Case("spec-block-16", "resolve_speculation", "TS_ERR_REFUSED",
+         options=_j({"speculation": 16}), message=out_of_range(16)),
+    Case("spec-block-16-string", "resolve_speculation", "TS_ERR_REFUSED",
+         options=_j({"speculation": "16"}), message=out_of_range(16)),
+    Case("spec-block-0", "resolve_speculation", "TS_ERR_REFUSED",
+         options=_j({"speculation": 0}), message=out_of_range(0)),
+    Case("spec-dflash-block-16", "resolve_speculation", "TS_ERR_REFUSED",
+         options=_j({"speculativeDrafter": "dflash", "speculation": 16}),
+         message=out_of_range(16)),
+    Case("spec-ignored-keys", "resolve_speculation", "TS_OK",
+         options=_j({"contextLength": 4096, "kvCacheBits": 8, "speculation": 3}),
+         json=_spec(3, "mtp")),
+    # bad values: INVALID_ARGUMENT naming the key, the value and what is accepted
+    Case("spec-bad-drafter-case", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"speculativeDrafter": "DFlash"}),
+         message=Has("speculativeDrafter", '"DFlash"', '"auto"', '"mtp"', '"dflash"')),
+    Case("spec-bad-drafter-type", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"speculativeDrafter": 1}),
+         message=Has("speculativeDrafter", '"auto"', '"mtp"', '"dflash"')),
+    Case("spec-bad-speculation-word", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"speculation": "fast"}),
+         message=Has("speculation", '"fast"', '"auto"', '"off"', "1..=15")),
+    Case("spec-bad-speculation-bool", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"speculation": True}), message=Has("speculation", "true", '"auto"')),
+    Case("spec-bad-speculation-float", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=b'{"speculation": 2.5}', message=Has("speculation", "2.5", '"auto"')),
+    Case("spec-bad-speculation-negative", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"speculation": -1}), message=Has("speculation", "-1", "1..=15")),
+    Case("spec-bad-temperature", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"temperature": -1}), message=Has("temperature", "-1", ">= 0")),
+    Case("spec-bad-temperature-string", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"temperature": "hot"}), message=Has("temperature", '"hot"')),
+    Case("spec-bad-blocker-empty", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"engineBlocker": ""}), message=Has("engineBlocker", '""')),
+    Case("spec-bad-blocker-number", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"engineBlocker": 3}), message=Has("engineBlocker", "3")),
+    Case("spec-duplicate-key", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=b'{"speculation": 2, "speculation": 3}', message=Has("speculation")),
+    # near-miss keys: a typo that would silently become a default is refused
+    Case("spec-near-miss-typo", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"speculaton": 2}), message=Has('"speculaton"', '"speculation"')),
+    Case("spec-near-miss-case", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"Speculation": 2}), message=Has('"Speculation"', '"speculation"')),
+    Case("spec-near-miss-drafter", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"speculativeDrafer": "dflash"}),
+         message=Has('"speculativeDrafer"', '"speculativeDrafter"')),
+    Case("spec-near-miss-snake", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"speculative_drafter": "dflash"}),
+         message=Has('"speculative_drafter"', '"speculativeDrafter"')),
+    Case("spec-near-miss-temperature", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"temprature": 0.7}), message=Has('"temprature"', '"temperature"')),
+    Case("spec-near-miss-blocker", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=_j({"EngineBlocker": "x"}), message=Has('"EngineBlocker"', '"engineBlocker"')),
+    # not UTF-8
+    Case("spec-non-utf8", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=b'{"contextName": "\xff\xfe"}', message=Has("options_json", "UTF-8")),
+    Case("spec-non-utf8-truncated-sequence", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+         options=b'{"engineBlocker": "caf\xc3"}', message=Has("options_json", "UTF-8")),
+    # JSON that does not parse, or is not an object
+    Case("spec-json-unterminated", "resolve_speculation", "TS_ERR_JSON", options=b"{",
+         message=Has("options_json")),
+    Case("spec-json-garbage", "resolve_speculation", "TS_ERR_JSON", options=b"speculation=2",
+         message=Has("options_json")),
+    Case("spec-json-trailing", "resolve_speculation", "TS_ERR_JSON",
+         options=b'{"speculation": 2} x', message=Has("options_json")),
+    Case("spec-json-nan", "resolve_speculation", "TS_ERR_JSON",
+         options=b'{"temperature": NaN}', message=Has("options_json")),
+    Case("spec-json-array", "resolve_speculation", "TS_ERR_JSON", options=b"[]",
+         message=Has("options_json", "object")),
+    Case("spec-json-null", "resolve_speculation", "TS_ERR_JSON", options=b"null",
+         message=Has("options_json", "object")),
+    Case("spec-json-number", "resolve_speculation", "TS_ERR_JSON", options=b"42",
+         message=Has("options_json", "object")),
+    Case("spec-json-string", "resolve_speculation", "TS_ERR_JSON", options=b'"auto"',
+         message=Has("options_json", "object")),
+    Case("spec-json-whitespace", "resolve_speculation", "TS_ERR_JSON", options=b"   ",
+         message=Has("options_json")),
+    Case("spec-null-out", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT", options=b"{}",
+         null_out=True, message=Has("out_json")),
+
+    # ----- ts_resolve_drafter
+    Case("drafter-none", "resolve_drafter", "TS_OK", install="none",
+         json=_choice("mtp", False, False)),
+    Case("drafter-mtp", "resolve_drafter", "TS_OK", install="mtp", json=CHOICE_MTP),
+    Case("drafter-dflash-only-note", "resolve_drafter", "TS_OK", install="dflash",
+         json=CHOICE_NOTE),
+    Case("drafter-dflash-only-note-empty-options", "resolve_drafter", "TS_OK",
+         install="dflash", options=b"", json=CHOICE_NOTE),
+    Case("drafter-dflash-only-note-auto", "resolve_drafter", "TS_OK", install="dflash",
+         options=_j({"speculativeDrafter": "auto", "speculation": 2}), json=CHOICE_NOTE),
+    Case("drafter-both", "resolve_drafter", "TS_OK", install="both",
+         json=_choice("mtp", True, True)),
+    Case("drafter-moe", "resolve_drafter", "TS_OK", install="moe", json=CHOICE_MTP),
+    Case("drafter-unreadable-unknown", "resolve_drafter", "TS_OK", install="unreadable",
+         json=_choice("mtp", None, None)),
+    Case("drafter-missing-unknown", "resolve_drafter", "TS_OK", install="missing",
+         json=_choice("mtp", None, None)),
+    Case("drafter-dflash-explicit", "resolve_drafter", "TS_OK", install="dflash",
+         options=_j({"speculativeDrafter": "dflash"}), json=_choice("dflash", False, True)),
+    Case("drafter-mtp-explicit-no-note", "resolve_drafter", "TS_OK", install="dflash",
+         options=_j({"speculativeDrafter": "mtp"}), json=_choice("mtp", False, True)),
+    Case("drafter-dflash-on-none", "resolve_drafter", "TS_OK", install="none",
+         options=_j({"speculativeDrafter": "dflash"}), json=_choice("dflash", False, False)),
+    Case("drafter-dflash-on-unreadable", "resolve_drafter", "TS_OK", install="unreadable",
+         options=_j({"speculativeDrafter": "dflash"}), json=_choice("dflash", None, None)),
+    Case("drafter-null-dir", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", model_dir=NULL,
+         message=Has("model_dir")),
+    Case("drafter-empty-dir", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", model_dir=b"",
+         message=Has("model_dir", "empty")),
+    Case("drafter-non-utf8-dir", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT",
+         model_dir=b"/tmp/mod\xffels", message=Has("model_dir", "UTF-8")),
+    Case("drafter-bad-drafter", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+         options=_j({"speculativeDrafter": "MTP"}), message=Has("speculativeDrafter", '"MTP"')),
+    Case("drafter-validates-speculation-too", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT",
+         install="mtp", options=_j({"speculation": "fast"}), message=Has("speculation", '"fast"')),
+    Case("drafter-near-miss", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+         options=_j({"speculativedrafter": "dflash"}),
+         message=Has('"speculativedrafter"', '"speculativeDrafter"')),
+    Case("drafter-non-utf8-options", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT",
+         install="mtp", options=b'{"\x80": 1}', message=Has("options_json", "UTF-8")),
+    Case("drafter-json-array", "resolve_drafter", "TS_ERR_JSON", install="mtp",
+         options=b'["dflash"]', message=Has("options_json")),
+    Case("drafter-json-broken", "resolve_drafter", "TS_ERR_JSON", install="mtp",
+         options=b'{"speculativeDrafter": }', message=Has("options_json")),
+    Case("drafter-null-out", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+         null_out=True, message=Has("out_json")),
+
+    # ----- ts_draft_policies, fed exactly what ts_resolve_drafter returned
+    Case("policies-mtp-auto", "draft_policies", "TS_OK", choice=Chain("mtp"),
+         json=_pol(mtp=("auto", None))),
+    Case("policies-mtp-block", "draft_policies", "TS_OK", choice=Chain("mtp"),
+         options=_j({"speculation": 3}), json=_pol(mtp=("fixed", 3))),
+    Case("policies-mtp-off", "draft_policies", "TS_OK", choice=Chain("mtp"),
+         options=_j({"speculation": "off"}), json=OFF_OFF),
+    Case("policies-note-auto", "draft_policies", "TS_OK", choice=Chain("dflash"),
+         json=OFF_OFF),
+    Case("policies-note-block-does-not-ask-open", "draft_policies", "TS_OK",
+         choice=Chain("dflash"), options=_j({"speculation": 2}), json=OFF_OFF),
+    Case("policies-dflash-explicit-block", "draft_policies", "TS_OK",
+         choice=Chain("dflash", _j({"speculativeDrafter": "dflash"})),
+         options=_j({"speculation": 2}), json=_pol(dflash=("fixed", 2))),
+    Case("policies-dflash-explicit-auto", "draft_policies", "TS_OK",
+         choice=Chain("dflash", _j({"speculativeDrafter": "dflash"})),
+         json=_pol(dflash=("auto", None))),
+    Case("policies-headless-mtp-block", "draft_policies", "TS_OK", choice=Chain("none"),
+         options=_j({"speculation": 2}), json=OFF_OFF),
+    Case("policies-headless-mtp-auto", "draft_policies", "TS_OK", choice=Chain("none"),
+         json=_pol(mtp=("auto", None))),
+    Case("policies-headless-dflash-block", "draft_policies", "TS_OK",
+         choice=Chain("none", _j({"speculativeDrafter": "dflash"})),
+         options=_j({"speculation": 2}), json=OFF_OFF),
+    Case("policies-unknown-keeps-asking-mtp", "draft_policies", "TS_OK",
+         choice=Chain("unreadable"), options=_j({"speculation": 2}),
+         json=_pol(mtp=("fixed", 2))),
+    Case("policies-unknown-keeps-asking-dflash", "draft_policies", "TS_OK",
+         choice=Chain("missing", _j({"speculativeDrafter": "dflash"})),
+         options=_j({"speculation": 2}), json=_pol(dflash=("fixed", 2))),
+    Case("policies-both-block", "draft_policies", "TS_OK", choice=Chain("both"),
+         options=_j({"speculation": "5"}), json=_pol(mtp=("fixed", 5))),
+    Case("policies-hand-written-choice", "draft_policies", "TS_OK",
+         choice=_j(_choice("dflash", True, True)), options=_j({"speculation": 7}),
+         json=_pol(dflash=("fixed", 7))),
+    Case("policies-null-choice", "draft_policies", "TS_ERR_INVALID_ARGUMENT", choice=NULL,
+         message=Has("choice_json")),
+    Case("policies-choice-not-json", "draft_policies", "TS_ERR_JSON", choice=b"{drafter}",
+         message=Has("choice_json")),
+    Case("policies-choice-empty", "draft_policies", "TS_ERR_JSON", choice=b"",
+         message=Has("choice_json")),
+    Case("policies-choice-array", "draft_policies", "TS_ERR_JSON", choice=b"[]",
+         message=Has("choice_json", "object")),
+    Case("policies-choice-missing-keys", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+         choice=_j({"drafter": "mtp"}), message=Has("choice_json", "installHasMtpHead")),
+    Case("policies-choice-extra-key", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+         choice=_j({**CHOICE_MTP, "block": 2}), message=Has("choice_json", '"block"')),
+    Case("policies-choice-bad-drafter", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+         choice=_j({**CHOICE_MTP, "drafter": "eagle"}), message=Has("choice_json", '"eagle"')),
+    Case("policies-choice-bad-flag", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+         choice=_j({**CHOICE_MTP, "installHasMtpHead": "yes"}),
+         message=Has("choice_json", "installHasMtpHead")),
+    Case("policies-choice-non-utf8", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+         choice=b'{"drafter": "mtp\xff"}', message=Has("choice_json", "UTF-8")),
+    Case("policies-bad-option", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+         choice=Chain("mtp"), options=_j({"speculation": "fast"}),
+         message=Has("speculation", '"fast"')),
+    Case("policies-near-miss", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+         choice=Chain("mtp"), options=_j({"speculatio": 2}),
+         message=Has('"speculatio"', '"speculation"')),
+    Case("policies-options-json", "draft_policies", "TS_ERR_JSON", choice=Chain("mtp"),
+         options=b"[2]", message=Has("options_json")),
+    Case("policies-null-out", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+         choice=_j(CHOICE_MTP), null_out=True, message=Has("out_json")),
+
+    # ----- ts_speculation_plan: the whole flow
+    Case("plan-dflash-only-auto-note", "speculation_plan", "TS_OK", install="dflash",
+         options=b"{}", json=_plan(CHOICE_NOTE, OFF_OFF, _spec(None, None, DFLASH_NOTE))),
+    Case("plan-dflash-only-null-options", "speculation_plan", "TS_OK", install="dflash",
+         options=NULL, json=_plan(CHOICE_NOTE, OFF_OFF, _spec(None, None, DFLASH_NOTE))),
+    Case("plan-dflash-only-block-refused", "speculation_plan", "TS_ERR_REFUSED",
+         install="dflash", options=_j({"speculation": 2}), message=REFUSAL_PREFIX + DFLASH_NOTE),
+    Case("plan-note-outranks-engine-blocker", "speculation_plan", "TS_OK", install="dflash",
+         options=_j({"engineBlocker": VISION_BLOCKER}),
+         json=_plan(CHOICE_NOTE, OFF_OFF, _spec(None, None, DFLASH_NOTE))),
+    Case("plan-dflash-opt-in", "speculation_plan", "TS_OK", install="dflash",
+         options=_j({"speculativeDrafter": "dflash", "speculation": 2}),
+         json=_plan(_choice("dflash", False, True), _pol(dflash=("fixed", 2)),
+                    _spec(2, "dflash"))),
+    Case("plan-dflash-opt-in-auto", "speculation_plan", "TS_OK", install="dflash",
+         options=_j({"speculativeDrafter": "dflash"}),
+         json=_plan(_choice("dflash", False, True), _pol(dflash=("auto", None)),
+                    _spec(2, "dflash"))),
+    Case("plan-dflash-opt-in-sampled-auto", "speculation_plan", "TS_OK", install="dflash",
+         options=_j({"speculativeDrafter": "dflash", "temperature": 0.7}),
+         json=_plan(_choice("dflash", False, True), _pol(dflash=("auto", None)),
+                    _spec(None, None, SAMPLED_REASON))),
+    Case("plan-dflash-opt-in-sampled-block", "speculation_plan", "TS_ERR_REFUSED",
+         install="dflash",
+         options=_j({"speculativeDrafter": "dflash", "speculation": 2, "temperature": 0.7}),
+         message=REFUSAL_PREFIX + SAMPLED_REASON),
+    Case("plan-mtp-auto", "speculation_plan", "TS_OK", install="mtp", options=b"{}",
+         json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(2, "mtp"))),
+    Case("plan-mtp-block", "speculation_plan", "TS_OK", install="mtp",
+         options=_j({"speculation": 3}),
+         json=_plan(CHOICE_MTP, _pol(mtp=("fixed", 3)), _spec(3, "mtp"))),
+    Case("plan-mtp-off", "speculation_plan", "TS_OK", install="mtp",
+         options=_j({"speculation": "off"}), json=_plan(CHOICE_MTP, OFF_OFF, _spec(None, None))),
+    Case("plan-mtp-block-16", "speculation_plan", "TS_ERR_REFUSED", install="mtp",
+         options=_j({"speculation": 16}), message=out_of_range(16)),
+    Case("plan-mtp-engine-blocker", "speculation_plan", "TS_OK", install="mtp",
+         options=_j({"engineBlocker": VISION_BLOCKER}),
+         json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(None, None, VISION_BLOCKER))),
+    Case("plan-mtp-engine-blocker-block", "speculation_plan", "TS_ERR_REFUSED",
+         install="mtp", options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 2}),
+         message=REFUSAL_PREFIX + VISION_BLOCKER),
+    Case("plan-both-auto", "speculation_plan", "TS_OK", install="both", options=b"{}",
+         json=_plan(_choice("mtp", True, True), _pol(mtp=("auto", None)), _spec(2, "mtp"))),
+    Case("plan-none-auto-preview", "speculation_plan", "TS_OK", install="none",
+         options=b"{}",
+         json=_plan(_choice("mtp", False, False), _pol(mtp=("auto", None)),
+                    _spec(None, None, NO_HEAD))),
+    Case("plan-none-block-refused", "speculation_plan", "TS_ERR_REFUSED", install="none",
+         options=_j({"speculation": 2}), message=Has(REFUSAL_PREFIX, *NO_HEAD.parts)),
+    Case("plan-none-engine-blocker-null", "speculation_plan", "TS_OK", install="none",
+         options=_j({"engineBlocker": None}),
+         json=_plan(_choice("mtp", False, False), _pol(mtp=("auto", None)), _spec(2, "mtp"))),
+    Case("plan-moe-auto", "speculation_plan", "TS_OK", install="moe", options=b"{}",
+         json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(None, None, MOE_8))),
+    Case("plan-unreadable-auto", "speculation_plan", "TS_OK", install="unreadable",
+         options=b"{}",
+         json=_plan(_choice("mtp", None, None), _pol(mtp=("auto", None)),
+                    _spec(None, None, Has("resident index")))),
+    Case("plan-missing-block-refused", "speculation_plan", "TS_ERR_REFUSED",
+         install="missing", options=_j({"speculation": 2}),
+         message=Has(REFUSAL_PREFIX, "model_weights.bin")),
+    Case("plan-ignored-keys", "speculation_plan", "TS_OK", install="mtp",
+         options=_j({"contextLength": 4096, "speculation": "auto", "kvCache": {"bits": 8}}),
+         json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(2, "mtp"),
+                    ignored=("contextLength", "kvCache"))),
+    Case("plan-near-miss", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", install="dflash",
+         options=_j({"speculativeDrafters": "dflash"}),
+         message=Has('"speculativeDrafters"', '"speculativeDrafter"')),
+    Case("plan-bad-value", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", install="dflash",
+         options=_j({"speculativeDrafter": "DFLASH"}), message=Has("speculativeDrafter")),
+    Case("plan-json", "speculation_plan", "TS_ERR_JSON", install="dflash", options=b"{,}",
+         message=Has("options_json")),
+    Case("plan-json-not-object", "speculation_plan", "TS_ERR_JSON", install="dflash",
+         options=b"true", message=Has("options_json", "object")),
+    Case("plan-null-dir", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", model_dir=NULL,
+         options=b"{}", message=Has("model_dir")),
+    Case("plan-empty-dir", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", model_dir=b"",
+         options=b"{}", message=Has("model_dir")),
+    Case("plan-non-utf8-dir", "speculation_plan", "TS_ERR_INVALID_ARGUMENT",
+         model_dir=b"\xc0\xafetc", message=Has("model_dir", "UTF-8")),
+    Case("plan-null-out", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+         null_out=True, message=Has("out_json")),
+
+    # ----- ts_install_info_json
+    Case("info-mtp", "install_info", "TS_OK", install="mtp", json=Subset(
+        indexReadable=True, indexError=None, installHasMtpHead=True, installHasDflash=False,
+        mtpHead=Subset(present=True, tensors=15, expected=15, complete=True, missing=[]),
+        dflashDrafter=Subset(present=False, tensors=0, expected=81, complete=False),
+        probe=Subset(layer=3, present=True, dtype=4, verifyCovers=True),
+        experts=Subset(expertsPerLayer=0), blockerPreview=Subset(mtp=None))),
+    Case("info-dflash-only", "install_info", "TS_OK", install="dflash", json=Subset(
+        indexReadable=True, indexError=None, installHasMtpHead=False, installHasDflash=True,
+        mtpHead=Subset(present=False, tensors=0, complete=False),
+        dflashDrafter=Subset(present=True, tensors=81, expected=81, complete=True, missing=[]),
+        blockerPreview=Subset(dflash=None, mtp=NO_HEAD))),
+    Case("info-both", "install_info", "TS_OK", install="both", json=Subset(
+        indexReadable=True, installHasMtpHead=True, installHasDflash=True,
+        blockerPreview={"mtp": None, "dflash": None})),
+    Case("info-none", "install_info", "TS_OK", install="none", json=Subset(
+        indexReadable=True, installHasMtpHead=False, installHasDflash=False,
+        blockerPreview=Subset(mtp=NO_HEAD))),
+    Case("info-moe", "install_info", "TS_OK", install="moe", json=Subset(
+        indexReadable=True, installHasMtpHead=True,
+        experts=Subset(layoutPresent=True, expertsPerLayer=8, numLayers=4, error=None),
+        blockerPreview=Subset(mtp=MOE_8, dflash=MOE_8))),
+    Case("info-unreadable", "install_info", "TS_OK", install="unreadable", json=Subset(
+        indexReadable=False, indexError=Has("resident index"), entryCount=None,
+        indexBytes=None, installHasMtpHead=None, installHasDflash=None, probe=None)),
+    Case("info-missing", "install_info", "TS_OK", install="missing", json=Subset(
+        indexReadable=False, indexError=Has("model_weights.bin"), entryCount=None,
+        installHasMtpHead=None, installHasDflash=None)),
+    Case("info-null-dir", "install_info", "TS_ERR_INVALID_ARGUMENT", model_dir=NULL,
+         message=Has("model_dir")),
+    Case("info-empty-dir", "install_info", "TS_ERR_INVALID_ARGUMENT", model_dir=b"",
+         message=Has("model_dir")),
+    Case("info-non-utf8-dir", "install_info", "TS_ERR_INVALID_ARGUMENT",
+         model_dir=b"/\xfe", message=Has("model_dir", "UTF-8")),
+    Case("info-null-out", "install_info", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+         null_out=True, message=Has("out_json")),
+]
+
+assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
+assert all(c.fn in FUNCTIONS for c in CASES)
+
+
+# ---------------------------------------------------------------------------
+# The status codes, from the header (the one source of the numbers). Read
+# tolerating a trailing comment on the #define line, as the header writes them.
+
+CONTRACT_CODES = {"TS_OK": 0, "TS_ERR_INVALID_ARGUMENT": 1, "TS_ERR_REFUSED": 2,
+                  "TS_ERR_JSON": 4, "TS_ERR_INTERNAL": 6, "TS_ERR_RUNTIME": 9}
+
+
+def header_codes(header: Path) -> dict[str, int]:
+    import re
+    text = re.sub(r"/\*.*?\*/", " ", header.read_text(), flags=re.S)
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"^\s*#\s*define\s+(TS_[A-Z0-9_]+)\s+(\d+)\s*$", text, re.M)}
+
+
+# ---------------------------------------------------------------------------
+# Calls: a case as the concrete calls a host makes (a Chain case is two).
+
+@dataclass
+class Call:
+    fn: str
+    args: list            # bytes, None (NULL) or PREVIOUS
+    null_out: bool = False
+
+
+PREVIOUS = "@"
+
+
+def model_dir_of(case: Case, paths: dict[str, Path]) -> bytes | None:
+    if case.model_dir is not UNSET:
+        return case.model_dir
+    return os.fsencode(paths[case.install])
+
+
+def calls_for(case: Case, paths: dict[str, Path]) -> list[Call]:
+    """The calls that run `case`; the LAST one's outcome is the case's."""
+    before: list[Call] = []
+    args = []
+    for slot in SIGNATURES[case.fn]:
+        if slot == "dir":
+            args.append(model_dir_of(case, paths))
+        elif slot == "options":
+            args.append(case.options)
+        elif isinstance(case.choice, Chain):
+            before.append(Call("resolve_drafter",
+                               [os.fsencode(paths[case.choice.install]), case.choice.options]))
+            args.append(PREVIOUS)
+        else:
+            args.append(case.choice)
+    return before + [Call(case.fn, args, case.null_out)]
+
+
+# ---------------------------------------------------------------------------
+# Checking an outcome: the same function for every host.
+
+def match(expected, actual, where: str = "$") -> list[str]:
+    """Mismatches between `expected` (JSON value, Has, Subset) and `actual`."""
+    if isinstance(expected, Has):
+        if not isinstance(actual, str):
+            return [f"{where}: expected a string containing {expected.parts!r}, got {actual!r}"]
+        return [f"{where}: {actual!r} does not contain {p!r}"
+                for p in expected.parts if p not in actual]
+    if isinstance(expected, Subset):
+        if not isinstance(actual, dict):
+            return [f"{where}: expected an object, got {actual!r}"]
+        out = []
+        for key, value in expected.items.items():
+            if key not in actual:
+                out.append(f"{where}: missing key {key!r}")
+            else:
+                out += match(value, actual[key], f"{where}.{key}")
+        return out
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{where}: expected an object, got {actual!r}"]
+        out = []
+        if set(expected) != set(actual):
+            out.append(f"{where}: keys {sorted(actual)} != expected {sorted(expected)}")
+        for key, value in expected.items():
+            if key in actual:
+                out += match(value, actual[key], f"{where}.{key}")
+        return out
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{where}: expected {expected!r}, got {actual!r}"]
+        out = []
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            out += match(e, a, f"{where}[{i}]")
+        return out
+    # Scalars: also tell 1 from True and 2 from 2.0.
+    if type(expected) is not type(actual) or expected != actual:
+        return [f"{where}: expected {expected!r}, got {actual!r}"]
+    return []
+
+
+@dataclass
+class Outcome:
+    status: int
+    out: str | None          # the result text, None for a NULL out
+    err: str                 # the last error after the call ("" = none)
+    out_untouched: bool = False   # the pre-filled garbage pointer was left in place
+    problems: list = field(default_factory=list)   # host-side inconsistencies
+
+
+def check_call(outcome: Outcome, codes: dict[str, int], where: str) -> list[str]:
+    """The invariants every call keeps, whatever the case."""
+    problems = list(outcome.problems)
+    if outcome.out_untouched:
+        problems.append(f"{where}: *out_json was left as the caller's garbage pointer")
+    if outcome.status == codes["TS_OK"]:
+        if outcome.out is None:
+            problems.append(f"{where}: TS_OK with a NULL result")
+        if outcome.err != "":
+            problems.append(f"{where}: TS_OK left a last error {outcome.err!r} "
+                            "(it must be cleared on entry)")
+    else:
+        if outcome.out is not None:
+            problems.append(f"{where}: status {outcome.status} with a non-NULL result "
+                            f"{outcome.out!r}")
+        if outcome.err == "":
+            problems.append(f"{where}: status {outcome.status} with no last error")
+    return problems
+
+
+def check(case: Case, outcomes: list[Outcome], codes: dict[str, int]) -> None:
+    """Assert that `outcomes` (one per call of calls_for(case)) are what the
+    table says. Raises AssertionError listing every mismatch."""
+    problems = []
+    for i, outcome in enumerate(outcomes):
+        problems += check_call(outcome, codes, f"call {i}")
+    for outcome in outcomes[:-1]:
+        if outcome.status != codes["TS_OK"]:
+            problems.append(f"the chained ts_resolve_drafter failed: {outcome.status} "
+                            f"{outcome.err!r}")
+    last = outcomes[-1]
+    want = codes[case.status]
+    if last.status != want:
+        problems.append(f"status {last.status} (err {last.err!r}), expected {case.status} "
+                        f"({want})")
+    elif want == codes["TS_OK"]:
+        try:
+            value = json.loads(last.out)
+        except (TypeError, ValueError) as exc:
+            problems.append(f"result is not JSON: {last.out!r} ({exc})")
+        else:
+            if not isinstance(value, dict):
+                problems.append(f"result is not a JSON object: {last.out!r}")
+            if case.json is not None:
+                problems += match(case.json, value)
+    elif case.message is not None:
+        if isinstance(case.message, Has):
+            problems += match(case.message, last.err, "last_error")
+        elif last.err != case.message:
+            problems.append(f"last error {last.err!r}\n   expected {case.message!r}")
+    assert not problems, f"case {case.id}:\n  " + "\n  ".join(problems)
+
+
+# ---------------------------------------------------------------------------
+# The C host's wire: case files in, result lines out.
+
+def _field(arg) -> str:
+    if arg is None:
+        return "-"
+    if arg == PREVIOUS:
+        return "@"
+    return "x" + bytes(arg).hex()
+
+
+def case_file_lines(cases: list[Case], paths: dict[str, Path]) -> tuple[list[str], list[slice]]:
+    """The case file for tests/c/case_host.c and, per case, the slice of output
+    lines (after the leading "abi N" line) that hold its calls."""
+    lines, spans = [], []
+    for case in cases:
+        start = len(lines)
+        lines += call_lines(calls_for(case, paths))
+        spans.append(slice(start, len(lines)))
+    return lines, spans
+
+
+def call_lines(calls: list[Call]) -> list[str]:
+    out = []
+    for call in calls:
+        a = _field(call.args[0]) if len(call.args) > 0 else "-"
+        b = _field(call.args[1]) if len(call.args) > 1 else "-"
+        out.append("\t".join((call.fn, a, b, "nullout" if call.null_out else "-")))
+    return out
+
+
+def unescape(text: str) -> str:
+    """Undo case_host.c's escaping (\\xNN for bytes outside 0x20..0x7e and '\\')."""
+    raw = bytearray()
+    i = 0
+    data = text.encode("ascii")
+    while i < len(data):
+        if data[i] == 0x5C and data[i + 1:i + 2] == b"x":
+            raw.append(int(data[i + 2:i + 4], 16))
+            i += 4
+        else:
+            raw.append(data[i])
+            i += 1
+    return raw.decode("utf-8")
+
+
+def parse_host_line(line: str, fn: str) -> Outcome:
+    """One result line of case_host.c: FN status=N out=... err=...[ ERRLEN=...]"""
+    prefix = f"{fn} status="
+    assert line.startswith(prefix), f"unexpected host line {line!r} (for {fn})"
+    rest = line[len(prefix):]
+    status_text, rest = rest.split(" out=", 1)
+    out_text, err_text = rest.rsplit(" err=", 1) if " err=" in rest else (rest, "")
+    problems = []
+    if " ERRLEN=" in err_text:
+        err_text, lengths = err_text.split(" ERRLEN=", 1)
+        problems.append(f"ts_last_error lengths disagree (NULL query/full copy/strlen): "
+                        f"{lengths}")
+    untouched = out_text == "GARBAGE"
+    out = None if out_text in ("NULL", "GARBAGE") else unescape(out_text)
+    return Outcome(int(status_text), out, unescape(err_text), untouched, problems)
+
+
+# Every function with valid arguments, for the library that cannot start its
+# runtime: each must return TS_ERR_RUNTIME (twice: "every later call returns
+# it too"), never TS_OK.
+def runtime_calls(paths: dict[str, Path]) -> list[Call]:
+    d = os.fsencode(paths["mtp"])
+    choice = json.dumps(CHOICE_MTP).encode()
+    once = [Call("build_info", []),
+            Call("resolve_drafter", [d, None]),
+            Call("draft_policies", [choice, b"{}"]),
+            Call("resolve_speculation", [b"{}"]),
+            Call("speculation_plan", [d, b"{}"]),
+            Call("install_info", [d])]
+    return once + once

@@ -1,0 +1,266 @@
+/* The table-driven C host: runs the cases of tests/abi_cases.py through the
+ * C ABI and prints one line per call. Nothing it prints depends on timing,
+ * addresses or the environment, so the output of two runs, or of a linked and
+ * a dlopen()ed run, is byte-identical.
+ *
+ * Build (linked):   cc ... case_host.c -lturbospark_ffi
+ * Build (dlopen):   cc ... -DTS_HOST_DLOPEN case_host.c -ldl   (no -lturbospark_ffi)
+ * Run:              case_host CASEFILE [LIBRARY_PATH]   (LIBRARY_PATH with dlopen only)
+ *
+ * CASEFILE has one call per line: FN <TAB> A <TAB> B <TAB> FLAGS, where A and B
+ * are "-" (a NULL pointer), "@" (the result of the last call that returned
+ * TS_OK, byte for byte) or "x" followed by the argument's bytes in hex ("x"
+ * alone is the empty string). FLAGS is "-" or "nullout" (pass NULL as the
+ * char ** out-parameter). Unused arguments are "-".
+ *
+ * For every call the host first provokes a failure, so that the last error
+ * is set, and pre-fills the out-parameter with a garbage pointer. It then
+ * prints: FN status=N out=TEXT|NULL|GARBAGE err=TEXT [ERRLEN=...] where TEXT
+ * escapes bytes outside 0x20..0x7e and the backslash as \xNN.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "turbospark_ffi.h"
+
+#ifdef TS_HOST_DLOPEN
+#include <dlfcn.h>
+#endif
+
+struct api {
+    uint32_t (*abi_version)(void);
+    int32_t (*build_info_json)(char **);
+    size_t (*last_error)(char *, size_t);
+    void (*string_free)(char *);
+    int32_t (*resolve_drafter)(const char *, const char *, char **);
+    int32_t (*draft_policies)(const char *, const char *, char **);
+    int32_t (*resolve_speculation)(const char *, char **);
+    int32_t (*speculation_plan)(const char *, const char *, char **);
+    int32_t (*install_info_json)(const char *, char **);
+};
+
+static struct api api;
+
+#ifdef TS_HOST_DLOPEN
+static int load(void *handle, const char *name, void *slot, size_t size) {
+    void *sym = dlsym(handle, name);
+    if (sym == NULL) {
+        printf("dlsym %s failed\n", name);
+        return -1;
+    }
+    /* ISO C has no object-to-function pointer conversion; POSIX guarantees
+     * the representation, so copy the bytes. */
+    memcpy(slot, &sym, size);
+    return 0;
+}
+
+static int load_api(const char *path) {
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        printf("dlopen failed: %s\n", dlerror());
+        return -1;
+    }
+#define LOAD(field, name) \
+    if (load(handle, name, &api.field, sizeof api.field) != 0) return -1
+    LOAD(abi_version, "ts_abi_version");
+    LOAD(build_info_json, "ts_build_info_json");
+    LOAD(last_error, "ts_last_error");
+    LOAD(string_free, "ts_string_free");
+    LOAD(resolve_drafter, "ts_resolve_drafter");
+    LOAD(draft_policies, "ts_draft_policies");
+    LOAD(resolve_speculation, "ts_resolve_speculation");
+    LOAD(speculation_plan, "ts_speculation_plan");
+    LOAD(install_info_json, "ts_install_info_json");
+#undef LOAD
+    return 0;
+}
+#else
+static int load_api(const char *path) {
+    (void)path;
+    api.abi_version = ts_abi_version;
+    api.build_info_json = ts_build_info_json;
+    api.last_error = ts_last_error;
+    api.string_free = ts_string_free;
+    api.resolve_drafter = ts_resolve_drafter;
+    api.draft_policies = ts_draft_policies;
+    api.resolve_speculation = ts_resolve_speculation;
+    api.speculation_plan = ts_speculation_plan;
+    api.install_info_json = ts_install_info_json;
+    return 0;
+}
+#endif
+
+static void print_escaped(const char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7e || c == '\\')
+            printf("\\x%02x", c);
+        else
+            putchar(c);
+    }
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Decode one argument field into a fresh buffer; *is_null for "-", *is_prev for "@". */
+static char *decode_arg(const char *field, int *is_null, int *is_prev) {
+    size_t n = strlen(field), i;
+    char *out;
+    *is_null = *is_prev = 0;
+    if (strcmp(field, "-") == 0) {
+        *is_null = 1;
+        return NULL;
+    }
+    if (strcmp(field, "@") == 0) {
+        *is_prev = 1;
+        return NULL;
+    }
+    if (field[0] != 'x' || (n - 1) % 2 != 0)
+        return NULL;
+    out = (char *)malloc((n - 1) / 2 + 1);
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < (n - 1) / 2; i++) {
+        int hi = hexval(field[1 + 2 * i]), lo = hexval(field[2 + 2 * i]);
+        if (hi < 0 || lo < 0) {
+            free(out);
+            return NULL;
+        }
+        out[i] = (char)(hi * 16 + lo);
+    }
+    out[(n - 1) / 2] = '\0';
+    return out;
+}
+
+static char garbage_byte;
+
+int main(int argc, char **argv) {
+    FILE *cases;
+    char *line = NULL;
+    size_t line_cap = 0;
+    char *previous = NULL;
+    int lineno = 0;
+
+    if (argc < 2) {
+        printf("usage: case_host CASEFILE [LIBRARY_PATH]\n");
+        return 2;
+    }
+    if (load_api(argc > 2 ? argv[2] : NULL) != 0)
+        return 1;
+    cases = fopen(argv[1], "r");
+    if (cases == NULL) {
+        printf("cannot open %s\n", argv[1]);
+        return 2;
+    }
+    printf("abi %u\n", (unsigned)api.abi_version());
+    while (getline(&line, &line_cap, cases) != -1) {
+        char *fields[4];
+        char *args[2];
+        int nulls[2], prevs[2];
+        char *out = &garbage_byte;
+        char **outp = &out;
+        const char *a, *b;
+        int32_t status = -1;
+        size_t len, full;
+        char *msg;
+        int k;
+        char *save = NULL;
+
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0')
+            continue;
+        fields[0] = strtok_r(line, "\t", &save);
+        for (k = 1; k < 4; k++)
+            fields[k] = strtok_r(NULL, "\t", &save);
+        if (fields[3] == NULL) {
+            printf("line %d: malformed\n", lineno);
+            return 2;
+        }
+        for (k = 0; k < 2; k++) {
+            args[k] = decode_arg(fields[k + 1], &nulls[k], &prevs[k]);
+            if (args[k] == NULL && !nulls[k] && !prevs[k]) {
+                printf("line %d: bad argument %d\n", lineno, k + 1);
+                return 2;
+            }
+        }
+        a = prevs[0] ? previous : args[0];
+        b = prevs[1] ? previous : args[1];
+        if (strcmp(fields[3], "nullout") == 0)
+            outp = NULL;
+
+        /* Prime the last error: a success below must clear it. */
+        if (api.build_info_json(NULL) != TS_ERR_INVALID_ARGUMENT || api.last_error(NULL, 0) == 0) {
+            printf("line %d: could not prime the last error\n", lineno);
+            return 1;
+        }
+
+        if (strcmp(fields[0], "build_info") == 0)
+            status = api.build_info_json(outp);
+        else if (strcmp(fields[0], "resolve_drafter") == 0)
+            status = api.resolve_drafter(a, b, outp);
+        else if (strcmp(fields[0], "draft_policies") == 0)
+            status = api.draft_policies(a, b, outp);
+        else if (strcmp(fields[0], "resolve_speculation") == 0)
+            status = api.resolve_speculation(a, outp);
+        else if (strcmp(fields[0], "speculation_plan") == 0)
+            status = api.speculation_plan(a, b, outp);
+        else if (strcmp(fields[0], "install_info") == 0)
+            status = api.install_info_json(a, outp);
+        else {
+            printf("line %d: unknown function %s\n", lineno, fields[0]);
+            return 2;
+        }
+
+        /* Read the last error: the length first, then the whole message. */
+        len = api.last_error(NULL, 0);
+        msg = (char *)malloc(len + 1);
+        if (msg == NULL)
+            return 1;
+        full = api.last_error(msg, len + 1);
+
+        printf("%s status=%d out=", fields[0], (int)status);
+        if (outp == NULL)
+            printf("NULL");
+        else if (out == &garbage_byte)
+            printf("GARBAGE");
+        else if (out == NULL)
+            printf("NULL");
+        else
+            print_escaped(out, strlen(out));
+        printf(" err=");
+        print_escaped(msg, strlen(msg));
+        if (full != len || strlen(msg) != len)
+            printf(" ERRLEN=%lu/%lu/%lu", (unsigned long)len, (unsigned long)full,
+                   (unsigned long)strlen(msg));
+        printf("\n");
+        free(msg);
+
+        if (outp != NULL && out != &garbage_byte && out != NULL) {
+            if (status == TS_OK) {
+                free(previous);
+                previous = (char *)malloc(strlen(out) + 1);
+                if (previous == NULL)
+                    return 1;
+                strcpy(previous, out);
+            }
+            api.string_free(out);
+        }
+        free(args[0]);
+        free(args[1]);
+    }
+    api.string_free(NULL); /* a no-op */
+    free(previous);
+    free(line);
+    fclose(cases);
+    printf("done\n");
+    return 0;
+}
