@@ -1,0 +1,204 @@
+// The JSON shapes of the C ABI as Codable values. Every key of the wire is a
+// property of the same name; a JSON null is a Swift nil. Encoding writes the
+// nulls back (rather than leaving keys out), so what Swift encodes is the wire
+// shape again -- which ts_draft_policies requires of the choice it is given.
+
+/// What `ts_resolve_drafter` decided: the drafter to open, what the install's
+/// index says it carries, and the note for the case where `auto` found a
+/// DFlash2 drafter and left it off.
+public struct DrafterChoice: Codable, Sendable, Hashable {
+    /// The drafter to open: `.mtp` or `.dflash` (the request, when it named one).
+    public var drafter: SpeculativeDrafter
+    /// Whether the install carries an MTP head: `nil` means the index could not
+    /// be read ("unknown"), never "absent".
+    public var installHasMtpHead: Bool?
+    /// Whether the install carries a DFlash2 drafter, with the same three states.
+    public var installHasDflash: Bool?
+    /// Set when `auto` found a DFlash2 drafter and left it off: show it verbatim.
+    public var note: String?
+
+    public init(drafter: SpeculativeDrafter, installHasMtpHead: Bool?, installHasDflash: Bool?,
+                note: String?) {
+        self.drafter = drafter
+        self.installHasMtpHead = installHasMtpHead
+        self.installHasDflash = installHasDflash
+        self.note = note
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case drafter, installHasMtpHead, installHasDflash, note
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(drafter, forKey: .drafter)
+        try container.encode(installHasMtpHead, forKey: .installHasMtpHead)
+        try container.encode(installHasDflash, forKey: .installHasDflash)
+        try container.encode(note, forKey: .note)
+    }
+}
+
+/// A draft policy's mode at open.
+public enum DraftMode: String, Codable, Sendable, Hashable, CaseIterable {
+    /// The drafter's state is never built.
+    case off
+    /// Built if and only if the install carries the drafter.
+    case auto
+    /// Built at ``DraftPolicy/block``; the open fails if the install lacks it.
+    case fixed
+}
+
+/// One drafter's policy: `block` is set only for `.fixed`.
+public struct DraftPolicy: Codable, Sendable, Hashable {
+    public var mode: DraftMode
+    public var block: Int?
+
+    public init(mode: DraftMode, block: Int? = nil) {
+        self.mode = mode
+        self.block = block
+    }
+
+    public static let off = DraftPolicy(mode: .off)
+    public static let auto = DraftPolicy(mode: .auto)
+    public static func fixed(_ block: Int) -> DraftPolicy { DraftPolicy(mode: .fixed, block: block) }
+
+    private enum CodingKeys: String, CodingKey { case mode, block }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(mode, forKey: .mode)
+        try container.encode(block, forKey: .block)
+    }
+}
+
+/// The draft policies to open a runner with (`ts_draft_policies`): the
+/// drafter the request named owns it and the other is pinned off.
+public struct DraftPolicies: Codable, Sendable, Hashable {
+    public var mtp: DraftPolicy
+    public var dflash: DraftPolicy
+
+    public init(mtp: DraftPolicy, dflash: DraftPolicy) {
+        self.mtp = mtp
+        self.dflash = dflash
+    }
+}
+
+/// Whether speculation will run (`ts_resolve_speculation`): the engine's own
+/// sessionInfo `"speculation"` object, so one type decodes both.
+public struct SpeculationPlan: Codable, Sendable, Hashable {
+    /// The block, or nil: nil is the "is it on" test.
+    public var block: Int?
+    /// The drafter, non-nil exactly when ``block`` is.
+    public var drafter: SpeculativeDrafter?
+    /// Why it is off when the caller might have expected it on: nil when it
+    /// is on, and when the caller asked for off. Show it verbatim.
+    public var reason: String?
+
+    public init(block: Int?, drafter: SpeculativeDrafter?, reason: String?) {
+        self.block = block
+        self.drafter = drafter
+        self.reason = reason
+    }
+
+    /// `block != nil`.
+    public var isEnabled: Bool { block != nil }
+
+    private enum CodingKeys: String, CodingKey { case block, drafter, reason }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(block, forKey: .block)
+        try container.encode(drafter, forKey: .drafter)
+        try container.encode(reason, forKey: .reason)
+    }
+}
+
+/// The whole decision for an install (`ts_speculation_plan`).
+public struct PlanResult: Codable, Sendable, Hashable {
+    /// The drafter choice, as ``TurboSpark/resolveDrafter(modelDir:options:)``.
+    public var drafter: DrafterChoice
+    /// The policies to open with, as ``TurboSpark/draftPolicies(choice:options:)``.
+    public var draftPolicies: DraftPolicies
+    /// Whether speculation will run, and if not, why.
+    public var speculation: SpeculationPlan
+    /// Option keys the library does not use, in the order given (a host
+    /// passes its whole open-options object).
+    public var ignoredKeys: [String]
+
+    public init(drafter: DrafterChoice, draftPolicies: DraftPolicies, speculation: SpeculationPlan,
+                ignoredKeys: [String] = []) {
+        self.drafter = drafter
+        self.draftPolicies = draftPolicies
+        self.speculation = speculation
+        self.ignoredKeys = ignoredKeys
+    }
+}
+
+/// What an install's files say (`ts_install_info_json`), so a GUI can show
+/// why an answer is "unknown". Keys the library adds later are ignored; keys
+/// that are missing decode as nil.
+public struct InstallInfo: Codable, Sendable, Hashable {
+    public struct Drafter: Codable, Sendable, Hashable {
+        /// The drafter's presence tensor is in the index.
+        public var present: Bool
+        /// How many of its tensors are there, of how many expected.
+        public var tensors: Int
+        public var expected: Int
+        public var complete: Bool
+        /// The missing tensors, listed only for a partial drafter.
+        public var missing: [String]
+    }
+
+    public struct Probe: Codable, Sendable, Hashable {
+        public var layer: Int
+        public var tensor: String
+        public var present: Bool
+        public var dtype: Int?
+        public var dtypeName: String?
+        public var verifyCovers: Bool
+    }
+
+    public struct Experts: Codable, Sendable, Hashable {
+        public var layoutPresent: Bool?
+        public var expertsPerLayer: Int?
+        public var numLayers: Int?
+        public var error: String?
+    }
+
+    public struct BlockerPreview: Codable, Sendable, Hashable {
+        public var mtp: String?
+        public var dflash: String?
+    }
+
+    public var modelDir: String?
+    public var indexReadable: Bool
+    public var indexError: String?
+    public var indexCheck: String?
+    public var entryCount: Int?
+    public var indexBytes: Int?
+    public var residentBytes: Int?
+    /// nil when the index could not be read.
+    public var installHasMtpHead: Bool?
+    /// nil when the index could not be read.
+    public var installHasDflash: Bool?
+    public var mtpHead: Drafter?
+    public var dflashDrafter: Drafter?
+    public var probe: Probe?
+    public var experts: Experts?
+    public var blockerPreview: BlockerPreview?
+}
+
+/// The library's build information (`ts_build_info_json`).
+public struct BuildInfo: Codable, Sendable, Hashable {
+    public var abiVersion: UInt32
+    public var version: String
+    public var python: String
+    /// The path of the shared library that is loaded.
+    public var library: String
+    /// The path of the Python package it runs.
+    public var package: String
+    public var pythonHome: String?
+    public var pythonExecutable: String?
+    public var sysPath: [String]?
+    public var ownsInterpreter: Bool?
+}

@@ -1,0 +1,180 @@
+import CTurboSparkFFI
+import Foundation
+import Testing
+import TurboSparkFFI
+
+/// The C boundary itself: the header as Swift imports it, the ABI version,
+/// the options object, and the one error type.
+@Suite struct BoundaryTests {
+    @Test func headerNullabilityImportsAsNonOptionalParameters() {
+        // TS_NONNULL pointers import as non-optional, TS_NULLABLE ones as
+        // optional. Compared as exact types at run time (a C function used as
+        // a value is `@Sendable (...) -> R`), since function conversions would
+        // let a looser signature through an assignment. Without the
+        // annotations every pointer imports as `T!`, i.e. Optional, and the
+        // non-optional ones below fail.
+        typealias In = UnsafePointer<CChar>
+        typealias Out = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+        typealias WithDir = @Sendable (In, In?, Out) -> Int32
+        func same<A, B>(_ a: A, _ b: B.Type) -> Bool { ObjectIdentifier(type(of: a)) == ObjectIdentifier(B.self) }
+        #expect(same(ts_speculation_plan, WithDir.self))
+        #expect(same(ts_resolve_drafter, WithDir.self))
+        #expect(same(ts_draft_policies, WithDir.self))
+        #expect(same(ts_resolve_speculation, (@Sendable (In?, Out) -> Int32).self))
+        #expect(same(ts_install_info_json, (@Sendable (In, Out) -> Int32).self))
+        #expect(same(ts_build_info_json, (@Sendable (Out) -> Int32).self))
+        #expect(same(ts_last_error, (@Sendable (UnsafeMutablePointer<CChar>?, Int) -> Int).self))
+        #expect(same(ts_string_free, (@Sendable (UnsafeMutablePointer<CChar>?) -> Void).self))
+        #expect(same(ts_abi_version, (@Sendable () -> UInt32).self))
+        // And the negative control: an optional model_dir is a different type.
+        #expect(!same(ts_speculation_plan, (@Sendable (In?, In?, Out) -> Int32).self))
+    }
+
+    @Test func abiVersionAndBuildInfo() throws {
+        #expect(TurboSpark.abiVersion == TurboSpark.headerABIVersion)
+        #expect(TurboSpark.headerABIVersion == UInt32(TS_ABI_VERSION))
+        let info = try TurboSpark.buildInfo()
+        #expect(info.abiVersion == TurboSpark.abiVersion)
+        #expect(!info.version.isEmpty)
+        #expect(info.library.hasSuffix("/libturbospark_ffi.so") || info.library.hasSuffix("/libturbospark_ffi.dylib"))
+        // A Swift process has no Python of its own: the library owns its interpreter.
+        #expect(info.ownsInterpreter == true)
+        let raw = try TurboSpark.buildInfoJSON()
+        #expect(try JSONDecoder().decode(BuildInfo.self, from: Data(raw.utf8)) == info)
+    }
+
+    @Test func statusCodesComeFromTheHeader() {
+        #expect(TurboSparkError.ok == 0 && TS_OK == 0)
+        #expect(TurboSparkError.invalidArgument == TS_ERR_INVALID_ARGUMENT)
+        #expect(TurboSparkError.refused == TS_ERR_REFUSED)
+        #expect(TurboSparkError.json == TS_ERR_JSON)
+        #expect(TurboSparkError.internal == TS_ERR_INTERNAL)
+        #expect(TurboSparkError.runtime == TS_ERR_RUNTIME)
+        #expect([1, 2, 4, 6, 9] == [TS_ERR_INVALID_ARGUMENT, TS_ERR_REFUSED, TS_ERR_JSON, TS_ERR_INTERNAL, TS_ERR_RUNTIME])
+    }
+
+    @Test func optionsProduceTheEnginesKeys() throws {
+        #expect(try Options().json() == #"{"speculation":"auto","speculativeDrafter":"auto"}"#)
+        #expect(try Options.default.json() == Options().json())
+        #expect(try Options(drafter: .dflash, speculation: .block(2)).json()
+                == #"{"speculation":2,"speculativeDrafter":"dflash"}"#)
+        #expect(try Options(drafter: .mtp, speculation: .off, temperature: 0.7).json()
+                == #"{"speculation":"off","speculativeDrafter":"mtp","temperature":0.7}"#)
+        #expect(try Options(temperature: 0).json()
+                == #"{"speculation":"auto","speculativeDrafter":"auto","temperature":0}"#)
+        // engineBlocker: absent (no key), none (null), a reason (verbatim).
+        #expect(try Options(engineBlocker: .absent).json().contains("engineBlocker") == false)
+        #expect(try Options(engineBlocker: .none).json()
+                == #"{"engineBlocker":null,"speculation":"auto","speculativeDrafter":"auto"}"#)
+        #expect(try Options(engineBlocker: .reason(#"says "no" / ok"#)).json()
+                == #"{"engineBlocker":"says \"no\" / ok","speculation":"auto","speculativeDrafter":"auto"}"#)
+        #expect(Options.Key.allCases.map(\.rawValue)
+                == ["speculation", "speculativeDrafter", "temperature", "engineBlocker"])
+    }
+
+    @Test func speculationDecodesTheEnginesSpellings() throws {
+        func decode(_ json: String) throws -> Speculation {
+            try JSONDecoder().decode([Speculation].self, from: Data("[\(json)]".utf8))[0]
+        }
+        #expect(try decode(#""auto""#) == .auto)
+        #expect(try decode(#""Off""#) == .off)
+        #expect(try decode("null") == .auto)
+        #expect(try decode("4") == .block(4))
+        #expect(try decode(#""12""#) == .block(12))
+        #expect(throws: DecodingError.self) { try decode(#""fast""#) }
+        let encoded = try JSONEncoder().encode([Speculation.auto, .off, .block(5)])
+        #expect(String(decoding: encoded, as: UTF8.self) == #"["auto","off",5]"#)
+    }
+
+    @Test func engineBlockerTriState() throws {
+        // Without an install: a reason turns auto off with that reason...
+        let blocked = try TurboSpark.resolveSpeculation(options: Options(engineBlocker: .reason("busy GPU")))
+        #expect(blocked == SpeculationPlan(block: nil, drafter: nil, reason: "busy GPU"))
+        // ...and none / absent leave it on, at the drafter's default block.
+        #expect(try TurboSpark.resolveSpeculation(options: Options(engineBlocker: .none))
+                == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+        #expect(try TurboSpark.resolveSpeculation()
+                == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+        #expect(try TurboSpark.resolveSpeculation(options: Options(drafter: .dflash, speculation: .block(4)))
+                == SpeculationPlan(block: 4, drafter: .dflash, reason: nil))
+        // Off is off, with no reason.
+        #expect(try TurboSpark.resolveSpeculation(options: Options(speculation: .off, engineBlocker: .reason("x")))
+                == SpeculationPlan(block: nil, drafter: nil, reason: nil))
+        let error = #expect(throws: TurboSparkError.self) {
+            try TurboSpark.resolveSpeculation(options: Options(speculation: .block(2), engineBlocker: .reason("busy GPU")))
+        }
+        #expect(error == TurboSparkError(status: TurboSparkError.refused,
+                                         message: Fixtures.refusalPrefix + "busy GPU",
+                                         function: "ts_resolve_speculation"))
+
+        // On an install, an explicit blocker outranks the preview, and null
+        // means "the engine reported none".
+        try Fixtures.withInstalls(["none": ""]) { dirs in
+            let preview = try TurboSpark.speculationPlan(modelDir: dirs["none"]!)
+            #expect(preview.speculation.reason?.contains("no multi-token-prediction head") == true)
+            let none = try TurboSpark.speculationPlan(modelDir: dirs["none"]!, options: Options(engineBlocker: .none))
+            #expect(none.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+            let reason = try TurboSpark.speculationPlan(modelDir: dirs["none"]!, options: Options(engineBlocker: .reason("r")))
+            #expect(reason.speculation == SpeculationPlan(block: nil, drafter: nil, reason: "r"))
+        }
+    }
+
+    @Test func badValuesAreRefusedWithTheLibrarysOwnMessage() throws {
+        func failure(_ body: () throws -> SpeculationPlan) -> TurboSparkError? {
+            if case .failed(let error) = Outcome(body) { return error }
+            return nil
+        }
+        let negative = failure { try TurboSpark.resolveSpeculation(options: Options(temperature: -1)) }
+        #expect(negative?.status == TurboSparkError.invalidArgument)
+        #expect(negative?.message.hasPrefix("temperature: got -1") == true)
+
+        let nan = failure { try TurboSpark.resolveSpeculation(options: Options(temperature: .nan)) }
+        #expect(nan?.status == TurboSparkError.invalidArgument)
+        #expect(nan?.message.hasPrefix(#"temperature: got "nan""#) == true)
+
+        let zero = failure { try TurboSpark.resolveSpeculation(options: Options(speculation: .block(0))) }
+        #expect(zero?.status == TurboSparkError.refused)
+        #expect(zero?.message == Fixtures.refusalPrefix + "block 0 is outside allowed range 1..=15")
+
+        let huge = failure { try TurboSpark.resolveSpeculation(options: Options(speculation: .block(Int.max))) }
+        #expect(huge?.status == TurboSparkError.invalidArgument)
+        #expect(huge?.message.contains("1..=15") == true)
+
+        let emptyBlocker = failure {
+            try TurboSpark.resolveSpeculation(options: Options(engineBlocker: .reason("")))
+        }
+        #expect(emptyBlocker?.status == TurboSparkError.invalidArgument)
+        #expect(emptyBlocker?.message.hasPrefix("engineBlocker: got") == true)
+
+        let json = failure { try TurboSpark.speculationPlan(modelDir: "/nonexistent", optionsJSON: "{nope").speculation }
+        #expect(json?.status == TurboSparkError.json)
+        #expect(json?.message.isEmpty == false)
+
+        let nearMiss = failure {
+            try TurboSpark.speculationPlan(modelDir: "/nonexistent", optionsJSON: #"{"speculativDrafter": "dflash"}"#).speculation
+        }
+        #expect(nearMiss?.status == TurboSparkError.invalidArgument)
+        #expect(nearMiss?.message.contains(#""speculativeDrafter""#) == true)
+
+        let empty = failure { try TurboSpark.speculationPlan(modelDir: "").speculation }
+        #expect(empty?.status == TurboSparkError.invalidArgument)
+        #expect(empty?.message.hasPrefix("model_dir is empty") == true)
+
+        // A NUL would make C read a different, shorter path: refused before the call.
+        let nul = failure { try TurboSpark.speculationPlan(modelDir: "/tmp\u{0}/x").speculation }
+        #expect(nul?.status == TurboSparkError.invalidArgument)
+        #expect(nul?.message.hasPrefix("model_dir contains a NUL character") == true)
+
+        let badChoice = #expect(throws: TurboSparkError.self) {
+            try TurboSpark.draftPoliciesJSON(choiceJSON: #"{"drafter": "mtp"}"#, optionsJSON: nil)
+        }
+        #expect(badChoice?.status == TurboSparkError.invalidArgument)
+        #expect(badChoice?.message.hasPrefix("choice_json: missing key") == true)
+    }
+
+    @Test func aSuccessAfterAFailureLeavesNoStaleMessage() throws {
+        #expect(throws: TurboSparkError.self) { try TurboSpark.resolveSpeculation(options: Options(temperature: -1)) }
+        _ = try TurboSpark.resolveSpeculation()
+        #expect(ts_last_error(nil, 0) == 0)
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+/// Installs in the engine's real layout, written by the project's own writer
+/// (turbospark_ffi.install_writer.write_install) into a fresh temp directory.
+///
+/// The repository root comes from TURBOSPARK_ROOT, else from this file's
+/// place in the tree (swift/Tests/TurboSparkFFITests/ -> ../../..). The Python
+/// is TURBOSPARK_PYTHON, else the first `python3` on PATH.
+enum Fixtures {
+    static let repoRoot: String = {
+        if let root = ProcessInfo.processInfo.environment["TURBOSPARK_ROOT"], !root.isEmpty {
+            return root
+        }
+        return URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent()  // TurboSparkFFITests
+            .deletingLastPathComponent()  // Tests
+            .deletingLastPathComponent()  // swift
+            .deletingLastPathComponent()  // the repository
+            .path
+    }()
+
+    static let python: String = ProcessInfo.processInfo.environment["TURBOSPARK_PYTHON"] ?? "python3"
+
+    /// The seed's note, verbatim (turbospark-runtime 0.3.0, resolve_drafter).
+    static let dflashAutoNote =
+        "this install carries a DFlash2 drafter, which auto leaves OFF: measured "
+        + "0.90x throughput on prose against 1.33-1.47x on code and math, and "
+        + "+17.4% J/token, so it is opt-in. Select the dflash drafter to use it "
+        + "(--speculative-drafter dflash, or speculativeDrafter \"dflash\" on the "
+        + "C ABI)"
+
+    /// The seed's refusal prefix for a named block that cannot be served.
+    static let refusalPrefix = "--speculative was asked for but cannot be served: "
+
+    struct PythonFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Runs `python3 -c script` with PYTHONPATH = the repository root.
+    static func runPython(_ script: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [python, "-c", script]
+        var environment = ProcessInfo.processInfo.environment
+        let existing = environment["PYTHONPATH"].map { ":" + $0 } ?? ""
+        environment["PYTHONPATH"] = repoRoot + existing
+        process.environment = environment
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let errorText = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw PythonFailed(description: "\(python) -c ... (PYTHONPATH=\(repoRoot)) exited "
+                                   + "\(process.terminationStatus):\n\(script)\n\(errorText)")
+        }
+    }
+
+    /// A fresh temp directory holding the named installs, removed afterwards.
+    /// `shapes` maps an install name to write_install keyword arguments
+    /// (Python source, e.g. "dflash=True"); `garbage` names installs whose
+    /// model_weights.bin is not an index at all.
+    static func withInstalls<R>(
+        _ shapes: [String: String],
+        garbage: [String] = [],
+        _ body: ([String: String]) throws -> R
+    ) throws -> R {
+        let root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("turbospark-swift-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        var dirs: [String: String] = [:]
+        var lines = ["from turbospark_ffi.install_writer import write_install"]
+        for (name, kwargs) in shapes.sorted(by: { $0.key < $1.key }) {
+            let dir = root.appendingPathComponent(name).path
+            dirs[name] = dir
+            lines.append("write_install(\(pythonString(dir))\(kwargs.isEmpty ? "" : ", " + kwargs))")
+        }
+        if !shapes.isEmpty {
+            try runPython(lines.joined(separator: "\n"))
+        }
+        for name in garbage {
+            let dir = root.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            // Not an index: a header whose entry count overflows, then noise.
+            var bytes = [UInt8](repeating: 0xA5, count: 4096)
+            for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 131 &+ 7) }
+            try Data(bytes).write(to: dir.appendingPathComponent("model_weights.bin"))
+            dirs[name] = dir.path
+        }
+        return try body(dirs)
+    }
+
+    private static func pythonString(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
+}

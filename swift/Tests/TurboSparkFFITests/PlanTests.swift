@@ -1,0 +1,238 @@
+import CTurboSparkFFI
+import Foundation
+import Testing
+import TurboSparkFFI
+
+/// The main job, as a GUI does it, against real installs in the engine's layout.
+@Suite struct PlanTests {
+    @Test func dflashOnlyInstallUnderAutoReturnsTheNoteVerbatim() throws {
+        try Fixtures.withInstalls(["dflash": "dflash=True"]) { dirs in
+            let plan = try TurboSpark.speculationPlan(modelDir: dirs["dflash"]!)
+            #expect(plan.drafter == DrafterChoice(drafter: .mtp, installHasMtpHead: false,
+                                                  installHasDflash: true, note: Fixtures.dflashAutoNote))
+            #expect(plan.drafter.note == Fixtures.dflashAutoNote)
+            // A note means the decision is made: neither drafter is asked for.
+            #expect(plan.draftPolicies == DraftPolicies(mtp: .off, dflash: .off))
+            #expect(plan.speculation == SpeculationPlan(block: nil, drafter: nil, reason: Fixtures.dflashAutoNote))
+            #expect(!plan.speculation.isEnabled)
+            #expect(plan.ignoredKeys == [])
+
+            let choice = try TurboSpark.resolveDrafter(modelDir: dirs["dflash"]!)
+            #expect(choice == plan.drafter)
+        }
+    }
+
+    @Test func namedBlockOnDflashOnlyInstallThrowsTheSeedsRefusal() throws {
+        try Fixtures.withInstalls(["dflash": "dflash=True"]) { dirs in
+            let error = #expect(throws: TurboSparkError.self) {
+                try TurboSpark.speculationPlan(modelDir: dirs["dflash"]!, options: Options(speculation: .block(2)))
+            }
+            #expect(error?.status == 2)
+            #expect(error?.status == TurboSparkError.refused)
+            #expect(error?.status == TS_ERR_REFUSED)
+            #expect(error?.isRefused == true)
+            #expect(error?.message == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
+            #expect(error?.localizedDescription == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
+            #expect(error?.function == "ts_speculation_plan")
+
+            // The same refusal through the step-by-step calls: the policies
+            // leave the head alone, and speculation refuses with the note.
+            let choice = try TurboSpark.resolveDrafter(modelDir: dirs["dflash"]!, options: Options(speculation: .block(2)))
+            #expect(try TurboSpark.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
+                    == DraftPolicies(mtp: .off, dflash: .off))
+            let stepError = #expect(throws: TurboSparkError.self) {
+                try TurboSpark.resolveSpeculation(options: Options(
+                    drafter: choice.drafter, speculation: .block(2), engineBlocker: .reason(choice.note!)))
+            }
+            #expect(stepError?.status == TurboSparkError.refused)
+            #expect(stepError?.message == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
+            #expect(stepError?.function == "ts_resolve_speculation")
+        }
+    }
+
+    @Test func explicitDflashDrafterGetsItsPolicies() throws {
+        try Fixtures.withInstalls(["dflash": "dflash=True", "both": "mtp=True, dflash=True"]) { dirs in
+            for name in ["dflash", "both"] {
+                let dir = dirs[name]!
+                let auto = try TurboSpark.speculationPlan(modelDir: dir, options: Options(drafter: .dflash))
+                #expect(auto.drafter.drafter == .dflash)
+                #expect(auto.drafter.note == nil)
+                #expect(auto.drafter.installHasDflash == true)
+                #expect(auto.draftPolicies == DraftPolicies(mtp: .off, dflash: .auto))
+                #expect(auto.speculation == SpeculationPlan(block: 2, drafter: .dflash, reason: nil))
+
+                let fixed = try TurboSpark.speculationPlan(
+                    modelDir: dir, options: Options(drafter: .dflash, speculation: .block(2)))
+                #expect(fixed.draftPolicies == DraftPolicies(mtp: .off, dflash: .fixed(2)))
+                #expect(fixed.draftPolicies.dflash.mode == .fixed)
+                #expect(fixed.draftPolicies.dflash.block == 2)
+                #expect(fixed.draftPolicies.mtp.mode == .off)
+                #expect(fixed.speculation == SpeculationPlan(block: 2, drafter: .dflash, reason: nil))
+
+                // Step by step gives the same policies.
+                let choice = try TurboSpark.resolveDrafter(modelDir: dir, options: Options(drafter: .dflash))
+                #expect(try TurboSpark.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
+                        == fixed.draftPolicies)
+                #expect(try TurboSpark.draftPolicies(choice: choice) == auto.draftPolicies)
+            }
+        }
+    }
+
+    @Test func sampledRunRefusesTheBlockDrafterButNotTheStepDrafter() throws {
+        try Fixtures.withInstalls(["both": "mtp=True, dflash=True"]) { dirs in
+            let error = #expect(throws: TurboSparkError.self) {
+                try TurboSpark.speculationPlan(modelDir: dirs["both"]!, options: Options(
+                    drafter: .dflash, speculation: .block(2), temperature: 0.7))
+            }
+            #expect(error?.status == TurboSparkError.refused)
+            #expect(error?.message == Fixtures.refusalPrefix
+                    + "sampled speculation cannot be served by the block drafter: DFlash2's "
+                    + "selection is a greedy structured search, not a distribution, so exact "
+                    + "rejection sampling has no q(x) to ratio against; use the mtp drafter or "
+                    + "temperature 0")
+            let mtp = try TurboSpark.speculationPlan(modelDir: dirs["both"]!, options: Options(
+                drafter: .mtp, speculation: .block(2), temperature: 0.7))
+            #expect(mtp.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+            let greedy = try TurboSpark.speculationPlan(modelDir: dirs["both"]!, options: Options(
+                drafter: .dflash, speculation: .block(3), temperature: 0))
+            #expect(greedy.speculation == SpeculationPlan(block: 3, drafter: .dflash, reason: nil))
+        }
+    }
+
+    @Test func unreadableIndexYieldsNilInstallFlags() throws {
+        try Fixtures.withInstalls([:], garbage: ["garbage"]) { dirs in
+            let root = URL(fileURLWithPath: dirs["garbage"]!).deletingLastPathComponent()
+            // Two more ways to be unreadable: too short for a header, and empty.
+            var unreadable = [dirs["garbage"]!]
+            for (name, bytes) in [("short", [UInt8](repeating: 1, count: 10)), ("empty", [])] {
+                let dir = root.appendingPathComponent(name)
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+                try Data(bytes).write(to: dir.appendingPathComponent("model_weights.bin"))
+                unreadable.append(dir.path)
+            }
+            for dir in unreadable {
+                for drafter in SpeculativeDrafter.allCases {
+                    let choice = try TurboSpark.resolveDrafter(modelDir: dir, options: Options(drafter: drafter))
+                    #expect(choice.installHasMtpHead == nil, "\(dir) \(drafter)")
+                    #expect(choice.installHasDflash == nil, "\(dir) \(drafter)")
+                    #expect(choice.note == nil)
+                    #expect(choice.drafter == (drafter == .dflash ? .dflash : .mtp))
+                }
+                let info = try TurboSpark.installInfo(modelDir: dir)
+                #expect(info.indexReadable == false)
+                #expect(info.installHasMtpHead == nil)
+                #expect(info.installHasDflash == nil)
+                #expect(info.indexError != nil)
+                #expect(info.modelDir == dir)
+
+                let plan = try TurboSpark.speculationPlan(modelDir: dir)
+                #expect(plan.drafter.installHasMtpHead == nil)
+                #expect(plan.drafter.installHasDflash == nil)
+                #expect(plan.speculation.block == nil)
+                #expect(plan.speculation.reason == info.indexError)
+
+                // nil is "nobody looked", not "absent": a named block still asks
+                // the open for the head, so a broken install fails at open with
+                // the engine's own message. The nils survive the round trip
+                // through Swift (encoded as JSON null, which the C side requires).
+                let choice = try TurboSpark.resolveDrafter(modelDir: dir)
+                #expect(try TurboSpark.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
+                        == DraftPolicies(mtp: .fixed(2), dflash: .off))
+            }
+        }
+    }
+
+    @Test func installInfoDescribesAReadableInstall() throws {
+        try Fixtures.withInstalls(["dflash": "dflash=True", "moe": "experts=8, dflash=True"]) { dirs in
+            let info = try TurboSpark.installInfo(modelDir: dirs["dflash"]!)
+            #expect(info.indexReadable)
+            #expect(info.installHasMtpHead == false)
+            #expect(info.installHasDflash == true)
+            #expect(info.dflashDrafter?.complete == true)
+            #expect(info.dflashDrafter?.tensors == 81)
+            #expect(info.mtpHead?.present == false)
+            #expect(info.probe?.verifyCovers == true)
+            #expect(info.blockerPreview?.dflash == nil)
+            #expect(info.blockerPreview?.mtp?.contains("no multi-token-prediction head") == true)
+
+            let moe = try TurboSpark.installInfo(modelDir: dirs["moe"]!)
+            #expect(moe.experts?.expertsPerLayer == 8)
+            // The raw JSON is the same document.
+            let raw = try TurboSpark.installInfoJSON(modelDir: dirs["moe"]!)
+            #expect(try JSONDecoder().decode(InstallInfo.self, from: Data(raw.utf8)) == moe)
+        }
+    }
+
+    @Test func typedOptionsAndRawJSONGiveTheSameAnswer() throws {
+        try Fixtures.withInstalls(["dflash": "dflash=True", "mtp": "mtp=True"]) { dirs in
+            let pairs: [(Options, String)] = [
+                (Options(), "{}"),
+                (Options(), ""),
+                (Options(speculation: .block(2)), #"{"speculation": 2}"#),
+                (Options(speculation: .block(2)), #"{"speculation": "2"}"#),
+                (Options(speculation: .off), #"{"speculation": "OFF"}"#),
+                (Options(drafter: .dflash, speculation: .block(3)),
+                 #"{"speculativeDrafter": "dflash", "speculation": 3}"#),
+                (Options(drafter: .mtp, engineBlocker: .reason("the engine says no")),
+                 #"{"speculativeDrafter": "mtp", "engineBlocker": "the engine says no"}"#),
+            ]
+            for dir in [dirs["dflash"]!, dirs["mtp"]!] {
+                for (options, raw) in pairs {
+                    let typed = Outcome { try TurboSpark.speculationPlan(modelDir: dir, options: options) }
+                    let viaRaw = Outcome { try TurboSpark.speculationPlan(modelDir: dir, optionsJSON: raw) }
+                    #expect(typed == viaRaw, "\(dir) \(raw)")
+                }
+                #expect(Outcome { try TurboSpark.speculationPlan(modelDir: dir, optionsJSON: nil) }
+                        == Outcome { try TurboSpark.speculationPlan(modelDir: dir) })
+            }
+        }
+    }
+
+    @Test func hostKeysTheLibraryDoesNotUseAreListedBack() throws {
+        try Fixtures.withInstalls(["mtp": "mtp=True"]) { dirs in
+            let plan = try TurboSpark.speculationPlan(
+                modelDir: dirs["mtp"]!,
+                optionsJSON: #"{"contextLength": 8192, "speculation": "auto", "powerProfile": "quiet"}"#)
+            #expect(plan.ignoredKeys == ["contextLength", "powerProfile"])
+            #expect(plan.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+        }
+    }
+
+    @Test func resultsEncodeBackToTheWireShape() throws {
+        try Fixtures.withInstalls(["dflash": "dflash=True"], garbage: ["garbage"]) { dirs in
+            for dir in [dirs["dflash"]!, dirs["garbage"]!] {
+                for options in [Options(), Options(drafter: .dflash), Options(speculation: .off)] {
+                    let raw = try TurboSpark.speculationPlanJSON(modelDir: dir, optionsJSON: options.json())
+                    let decoded = try JSONDecoder().decode(PlanResult.self, from: Data(raw.utf8))
+                    let reencoded = try JSONEncoder().encode(decoded)
+                    let a = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? NSDictionary
+                    let b = try JSONSerialization.jsonObject(with: reencoded) as? NSDictionary
+                    #expect(a != nil)
+                    #expect(a == b, "\(raw)\n\(String(decoding: reencoded, as: UTF8.self))")
+                }
+                // The raw choice, exactly as returned, is what draft_policies takes.
+                let choiceJSON = try TurboSpark.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)
+                let policies = try TurboSpark.draftPoliciesJSON(choiceJSON: choiceJSON, optionsJSON: #"{"speculation":"off"}"#)
+                #expect(try JSONDecoder().decode(DraftPolicies.self, from: Data(policies.utf8))
+                        == DraftPolicies(mtp: .off, dflash: .off))
+            }
+        }
+    }
+}
+
+/// One call's outcome, comparable: the decoded result or the error.
+enum Outcome<T: Hashable & Sendable>: Hashable, Sendable {
+    case ok(T)
+    case failed(TurboSparkError)
+
+    init(_ body: () throws -> T) {
+        do {
+            self = .ok(try body())
+        } catch let error as TurboSparkError {
+            self = .failed(error)
+        } catch {
+            self = .failed(TurboSparkError(status: -1, message: "not a TurboSparkError: \(error)",
+                                           function: "?"))
+        }
+    }
+}
