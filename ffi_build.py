@@ -96,6 +96,16 @@ def _ts_boot():
             sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = _Sink()
         elif parent not in sys.path:
             sys.path.append(parent)
+        import turbospark_ffi
+        if lib._ts_owns_interpreter():
+            # Only the package beside the library: another copy found further
+            # down sys.path (the build's cffi directory may hold one) is a
+            # different version, and using it silently would lie.
+            import os
+            found = os.path.dirname(os.path.dirname(os.path.realpath(turbospark_ffi.__file__)))
+            if found != os.path.realpath(parent):
+                raise ImportError("no turbospark_ffi package beside the library in %s "
+                                  "(a different copy at %s was not used)" % (parent, found))
         from turbospark_ffi import _abi
         _abi.bind(ffi, lib)
         state["abi"] = _abi
