@@ -444,80 +444,53 @@ TS_API size_t ts_last_error(char *buf, size_t cap) {
 
 TS_API void ts_string_free(char *s) { free(s); }
 
-TS_API int32_t ts_build_info_json(char **out_json) {
+/* The one shape of every Python-backed entry point: clear the last error,
+ * check the pointers (before starting anything, so a NULL answers the same
+ * whatever state the runtime is in), start the runtime once, dispatch.
+ * `required` is the argument that must not be NULL (or NULL if none). */
+static int32_t ts_entry(int32_t fn, const char *required, const char *required_name,
+                        const char *required_accepts, const char *a, const char *b,
+                        char **out_json) {
     int32_t status;
     ts_error_clear();
     if (out_json == NULL)
         return ts_null_argument("out_json", TS_OUT_ACCEPTS);
     *out_json = NULL;
+    if (required_name != NULL && required == NULL)
+        return ts_null_argument(required_name, required_accepts);
     if ((status = ts_enter()) != TS_OK)
         return status;
-    return ts_call(TS__FN_BUILD_INFO, "", "", out_json);
+    return ts_call(fn, a != NULL ? a : "", b, out_json);
+}
+
+TS_API int32_t ts_build_info_json(char **out_json) {
+    return ts_entry(TS__FN_BUILD_INFO, NULL, NULL, NULL, "", "", out_json);
 }
 
 TS_API int32_t ts_resolve_drafter(const char *model_dir, const char *options_json,
                                   char **out_json) {
-    int32_t status;
-    ts_error_clear();
-    if (out_json == NULL)
-        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
-    *out_json = NULL;
-    if (model_dir == NULL)
-        return ts_null_argument("model_dir", TS_DIR_ACCEPTS);
-    if ((status = ts_enter()) != TS_OK)
-        return status;
-    return ts_call(TS__FN_RESOLVE_DRAFTER, model_dir, options_json, out_json);
+    return ts_entry(TS__FN_RESOLVE_DRAFTER, model_dir, "model_dir", TS_DIR_ACCEPTS, model_dir,
+                    options_json, out_json);
 }
 
 TS_API int32_t ts_draft_policies(const char *choice_json, const char *options_json,
                                  char **out_json) {
-    int32_t status;
-    ts_error_clear();
-    if (out_json == NULL)
-        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
-    *out_json = NULL;
-    if (choice_json == NULL)
-        return ts_null_argument("choice_json", "the JSON object ts_resolve_drafter returned");
-    if ((status = ts_enter()) != TS_OK)
-        return status;
-    return ts_call(TS__FN_DRAFT_POLICIES, choice_json, options_json, out_json);
+    return ts_entry(TS__FN_DRAFT_POLICIES, choice_json, "choice_json",
+                    "the JSON object ts_resolve_drafter returned", choice_json, options_json,
+                    out_json);
 }
 
 TS_API int32_t ts_resolve_speculation(const char *options_json, char **out_json) {
-    int32_t status;
-    ts_error_clear();
-    if (out_json == NULL)
-        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
-    *out_json = NULL;
-    if ((status = ts_enter()) != TS_OK)
-        return status;
-    return ts_call(TS__FN_RESOLVE_SPECULATION, options_json != NULL ? options_json : "", "",
-                   out_json);
+    return ts_entry(TS__FN_RESOLVE_SPECULATION, NULL, NULL, NULL, options_json, "", out_json);
 }
 
 TS_API int32_t ts_speculation_plan(const char *model_dir, const char *options_json,
                                    char **out_json) {
-    int32_t status;
-    ts_error_clear();
-    if (out_json == NULL)
-        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
-    *out_json = NULL;
-    if (model_dir == NULL)
-        return ts_null_argument("model_dir", TS_DIR_ACCEPTS);
-    if ((status = ts_enter()) != TS_OK)
-        return status;
-    return ts_call(TS__FN_SPECULATION_PLAN, model_dir, options_json, out_json);
+    return ts_entry(TS__FN_SPECULATION_PLAN, model_dir, "model_dir", TS_DIR_ACCEPTS, model_dir,
+                    options_json, out_json);
 }
 
 TS_API int32_t ts_install_info_json(const char *model_dir, char **out_json) {
-    int32_t status;
-    ts_error_clear();
-    if (out_json == NULL)
-        return ts_null_argument("out_json", TS_OUT_ACCEPTS);
-    *out_json = NULL;
-    if (model_dir == NULL)
-        return ts_null_argument("model_dir", TS_DIR_ACCEPTS);
-    if ((status = ts_enter()) != TS_OK)
-        return status;
-    return ts_call(TS__FN_INSTALL_INFO, model_dir, "", out_json);
+    return ts_entry(TS__FN_INSTALL_INFO, model_dir, "model_dir", TS_DIR_ACCEPTS, model_dir, "",
+                    out_json);
 }
