@@ -36,6 +36,8 @@ INTERNAL_CDEF = """
 #define TS__FN_INSTALL_INFO 5
 static void _ts_set_error(const char *msg, size_t n);
 static int32_t _ts_emit(char **out, const char *data, size_t n);
+static void _ts_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
+                          const char *result, size_t len);
 static const char *_ts_library_path(void);
 static const char *_ts_package_parent(void);
 static int _ts_owns_interpreter(void);

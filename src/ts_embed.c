@@ -129,6 +129,155 @@ static int32_t _ts_emit(char **out, const char *data, size_t n) {
     return TS_OK;
 }
 
+
+/* ------------------------------------------------------------------------
+ * The warm path, without Python.
+ *
+ * A GUI re-plans on every touch of a control, from whatever thread it likes.
+ * Python can prove an install unchanged in ~10 us, but only under the GIL, and
+ * eight host threads handing the GIL across two cores on every call collapse
+ * to half the single-thread throughput (measured). So answers that depend
+ * only on (function, model_dir, options) and on two files are remembered here
+ * together with what stat() said of those files WHEN PYTHON READ THEM; a
+ * call whose stat() still says the same gets the remembered bytes, and any
+ * difference -- replaced, rewritten, truncated, touched, removed -- goes to
+ * Python, which re-reads. Python only offers answers from snapshots it
+ * trusts (files older than its racy window), so a rewrite within one clock
+ * tick of a read can never be served from here. Bounded: TS_CACHE_SLOTS
+ * entries, replaced in turn. */
+
+#define TS_CACHE_SLOTS 64
+#define TS_CACHE_MAX_ARG 4096
+
+struct ts_file_key {
+    int64_t v[7]; /* ok, dev, ino, size, mtime_ns, ctime_ns, mode | 0, errno, 0... */
+};
+
+struct ts_cached {
+    int32_t fn;
+    char *a;
+    char *b;
+    struct ts_file_key keys[2];
+    char *result;
+    size_t len;
+};
+
+static struct ts_cached ts_cache[TS_CACHE_SLOTS];
+static unsigned ts_cache_next = 0;
+static pthread_rwlock_t ts_cache_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void ts_file_key_of(const char *dir, const char *leaf, struct ts_file_key *k) {
+    char path[PATH_MAX + 64];
+    struct stat st;
+    memset(k, 0, sizeof *k);
+    if (snprintf(path, sizeof path, "%s/%s", dir, leaf) >= (int)sizeof path) {
+        k->v[1] = ENAMETOOLONG;
+        return;
+    }
+    if (stat(path, &st) != 0) {
+        k->v[1] = errno;
+        return;
+    }
+    k->v[0] = 1;
+    k->v[1] = (int64_t)st.st_dev;
+    k->v[2] = (int64_t)st.st_ino;
+    k->v[3] = (int64_t)st.st_size;
+#if defined(__APPLE__)
+    k->v[4] = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
+    k->v[5] = (int64_t)st.st_ctimespec.tv_sec * 1000000000 + st.st_ctimespec.tv_nsec;
+#else
+    k->v[4] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    k->v[5] = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+#endif
+    k->v[6] = (int64_t)st.st_mode;
+}
+
+static void ts_install_keys(const char *model_dir, struct ts_file_key keys[2]) {
+    ts_file_key_of(model_dir, "model_weights.bin", &keys[0]);
+    ts_file_key_of(model_dir, "packed_experts/layout.json", &keys[1]);
+}
+
+/* The calls whose answer depends only on their arguments and the install's
+ * two files: the ones the warm path may answer. */
+static int ts_reads_install(int32_t fn) {
+    return fn == TS__FN_RESOLVE_DRAFTER || fn == TS__FN_SPECULATION_PLAN ||
+           fn == TS__FN_INSTALL_INFO;
+}
+
+/* 1 and *out set when a remembered answer is still valid, else 0. */
+static int ts_cache_get(int32_t fn, const char *a, const char *b, char **out) {
+    struct ts_file_key now[2];
+    int found = 0, i;
+    if (strlen(a) > TS_CACHE_MAX_ARG || strlen(b) > TS_CACHE_MAX_ARG)
+        return 0;
+    ts_install_keys(a, now);
+    pthread_rwlock_rdlock(&ts_cache_lock);
+    for (i = 0; i < TS_CACHE_SLOTS; i++) {
+        struct ts_cached *c = &ts_cache[i];
+        if (c->result != NULL && c->fn == fn && strcmp(c->a, a) == 0 && strcmp(c->b, b) == 0) {
+            if (memcmp(c->keys, now, sizeof now) == 0) {
+                char *copy = (char *)malloc(c->len + 1);
+                if (copy != NULL) {
+                    memcpy(copy, c->result, c->len + 1);
+                    *out = copy;
+                    found = 1;
+                }
+            }
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&ts_cache_lock);
+    return found;
+}
+
+static char *ts_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *copy = (char *)malloc(n);
+    if (copy != NULL)
+        memcpy(copy, s, n);
+    return copy;
+}
+
+/* Called by Python with the stat() values of the snapshot the answer came
+ * from (two keys of 7 values each). */
+static void _ts_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
+                          const char *result, size_t len) {
+    struct ts_cached fresh, old;
+    int i, slot = -1;
+    if (strlen(a) > TS_CACHE_MAX_ARG || strlen(b) > TS_CACHE_MAX_ARG)
+        return;
+    fresh.fn = fn;
+    fresh.a = ts_strdup(a);
+    fresh.b = ts_strdup(b);
+    fresh.result = (char *)malloc(len + 1);
+    fresh.len = len;
+    if (fresh.a == NULL || fresh.b == NULL || fresh.result == NULL) {
+        free(fresh.a);
+        free(fresh.b);
+        free(fresh.result);
+        return;
+    }
+    memcpy(fresh.result, result, len);
+    fresh.result[len] = '\0';
+    memcpy(fresh.keys, keys, sizeof fresh.keys);
+    pthread_rwlock_wrlock(&ts_cache_lock);
+    for (i = 0; i < TS_CACHE_SLOTS; i++) {
+        struct ts_cached *c = &ts_cache[i];
+        if (c->result != NULL && c->fn == fn && strcmp(c->a, a) == 0 && strcmp(c->b, b) == 0) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot < 0)
+        slot = (int)(ts_cache_next++ % TS_CACHE_SLOTS);
+    old = ts_cache[slot];
+    ts_cache[slot] = fresh;
+    pthread_rwlock_unlock(&ts_cache_lock);
+    free(old.a);
+    free(old.b);
+    free(old.result);
+}
+
 /* ------------------------------------------------------------------------
  * Finding ourselves and starting Python. */
 
@@ -266,7 +415,12 @@ static int ts_start_own_interpreter(const struct ts_layout *L) {
     config.buffered_stdio = 0;
     config.module_search_paths_set = 1;
     if (ts_set_wide(&config, &config.home, L->home) != 0 ||
-        ts_set_wide(&config, &config.program_name, "turbospark_ffi") != 0 ||
+        /* Absolute, so CPython's path computation never asks for the working
+         * directory: a host whose cwd was removed would get an "Exception
+         * ignored" on its stderr. The "executable" is the library itself. */
+        ts_set_wide(&config, &config.program_name, ts_library_path) != 0 ||
+        ts_set_wide(&config, &config.executable, ts_library_path) != 0 ||
+        ts_set_wide(&config, &config.base_executable, ts_library_path) != 0 ||
         ts_append_path(&config, L->package_parent) != 0 ||
         (L->bundled && ts_append_path(&config, L->stdlib_zip) != 0) ||
         ts_append_path(&config, L->stdlib) != 0 ||
@@ -458,6 +612,8 @@ static int32_t ts_entry(int32_t fn, const char *required, const char *required_n
     *out_json = NULL;
     if (required_name != NULL && required == NULL)
         return ts_null_argument(required_name, required_accepts);
+    if (ts_reads_install(fn) && ts_cache_get(fn, a, b != NULL ? b : "", out_json))
+        return TS_OK;
     if ((status = ts_enter()) != TS_OK)
         return status;
     return ts_call(fn, a != NULL ? a : "", b, out_json);

@@ -98,10 +98,37 @@ def _memo(snap, key, compute):
     return value
 
 
+_I64 = 1 << 63
+
+
+def _offer_to_c(fn: int, snap, a: bytes, b: bytes, outcome) -> None:
+    """Let the C warm path remember a successful answer, keyed by what stat()
+    said of the install's files when this snapshot read them (see
+    ts_embed.c). Only trusted snapshots: a file modified within the racy
+    window is re-read by Python on every call, so it must not be answered
+    from C either."""
+    if type(outcome) is not bytes or not snap.trusted:
+        return
+    values = []
+    for part in snap.key:
+        if len(part) == 6:
+            dev, ino, size, mtime, ctime, mode = part
+            fields = [1, dev, ino, size, mtime, ctime, mode]
+        elif part[0] == "error" and part[1] is not None:
+            fields = [0, part[1], 0, 0, 0, 0, 0]
+        else:
+            return
+        # C compares the same bits as int64 (st_ino/st_dev may exceed 2**63).
+        values += [v - (_I64 << 1) if v >= _I64 else v for v in fields]
+    _lib._ts_cache_put(fn, a, b, _ffi.new("int64_t[14]", values), outcome, len(outcome))
+
+
 def _speculation_plan(model_dir: bytes, options: bytes):
     from .install import snapshot
     snap = snapshot(_model_dir(model_dir))
-    return _memo(snap, ("plan", options), lambda: _plan_json(snap, options))
+    outcome = _memo(snap, ("plan", options), lambda: _plan_json(snap, options))
+    _offer_to_c(_lib.TS__FN_SPECULATION_PLAN, snap, model_dir, options, outcome)
+    return outcome
 
 
 def _plan_json(snap, options: bytes) -> bytes:
@@ -120,13 +147,18 @@ def _resolve_drafter(model_dir: bytes, options: bytes):
         from .plan import choice_for_snapshot
         from .wire import choice_to_dict
         return _encode(choice_to_dict(choice_for_snapshot(snap, parse_options(options).drafter)))
-    return _memo(snap, ("drafter", options), compute)
+    outcome = _memo(snap, ("drafter", options), compute)
+    _offer_to_c(_lib.TS__FN_RESOLVE_DRAFTER, snap, model_dir, options, outcome)
+    return outcome
 
 
 def _draft_policies(choice_json: bytes, options: bytes) -> bytes:
-    from .options import decode_text, parse_options
+    from .options import MAX_OPTIONS_BYTES, decode_text, parse_options
     from .policy import draft_policies
     from .wire import choice_from_json, policies_to_dict
+    if len(choice_json) > MAX_OPTIONS_BYTES:
+        raise InvalidArgument(f"choice_json is {len(choice_json)} bytes; accepts at most "
+                              f"{MAX_OPTIONS_BYTES} bytes (what ts_resolve_drafter returns)")
     choice = choice_from_json(decode_text(choice_json, "choice_json"))
     return _encode(policies_to_dict(draft_policies(choice, parse_options(options).speculation)))
 
@@ -145,8 +177,13 @@ def _resolve_speculation(options: bytes, _unused: bytes):
 
 
 def _install_info(model_dir: bytes, _unused: bytes) -> bytes:
+    from .install import snapshot
     from .plan import install_info
-    return _encode(install_info(_model_dir(model_dir)))
+    path = _model_dir(model_dir)
+    snap = snapshot(path)
+    outcome = _memo(snap, ("info",), lambda: _encode(install_info(path)))
+    _offer_to_c(_lib.TS__FN_INSTALL_INFO, snap, model_dir, _unused, outcome)
+    return outcome
 
 
 def _build_info(_a: bytes, _b: bytes) -> bytes:

@@ -210,10 +210,10 @@ def choice_from_json(text: str, what: str = "choice_json"):
     fields: dict = {}
     for key, value in parse_json_object(text, what):
         if key not in _CHOICE_KEYS:
-            raise InvalidArgument(f"{what}: unknown key {dumps(key)}; accepts exactly the keys "
+            raise InvalidArgument(f"{what}: unknown key {show_value(key)}; accepts exactly the keys "
                                   f"{', '.join(_CHOICE_KEYS)} (what ts_resolve_drafter returns)")
         if key in fields:
-            raise InvalidArgument(f"{what}: key {dumps(key)} given more than once")
+            raise InvalidArgument(f"{what}: key {show_value(key)} given more than once")
         fields[key] = value
     missing = [k for k in _CHOICE_KEYS if k not in fields]
     if missing:

@@ -1,0 +1,142 @@
+"""The C warm path (ts_embed.c) is invisible: an answer it remembers is given
+back only while stat() says the install's files are what Python read, and
+any change to them reaches Python on the next call.
+
+Python offers the C side only answers from snapshots whose files are older
+than its racy window, so a fresh install would never be remembered and these
+tests would prove nothing. Every write moves a file's ctime to "now" (utime
+cannot age it), so the tests move the package's clock an hour ahead instead
+(`aged_clock`), and each first proves the answer WAS remembered: the call
+succeeds without reaching Python (`_remembered`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import time
+
+import pytest
+
+from turbospark_ffi.install_writer import write_install
+from turbospark_ffi.policy import DFLASH_AUTO_NOTE
+
+HOUR_NS = 3600 * 10**9
+
+
+@pytest.fixture(scope="module")
+def lib(library_path):
+    lib = ctypes.CDLL(str(library_path))
+    lib.ts_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                        ctypes.POINTER(ctypes.c_void_p)]
+    lib.ts_speculation_plan.restype = ctypes.c_int32
+    lib.ts_string_free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def plan(lib, model_dir, options=b"{}"):
+    out = ctypes.c_void_p()
+    status = lib.ts_speculation_plan(str(model_dir).encode(), options, ctypes.byref(out))
+    assert status == 0
+    text = ctypes.string_at(out.value).decode()
+    lib.ts_string_free(out)
+    return json.loads(text)
+
+
+@pytest.fixture
+def aged_clock(monkeypatch):
+    """The install cache's clock, an hour ahead: every file looks old."""
+    from turbospark_ffi import install
+
+    class Later:
+        @staticmethod
+        def time_ns():
+            return time.time_ns() + HOUR_NS
+    monkeypatch.setattr(install, "time", Later)
+
+
+def age(model_dir):
+    """Nothing to do on disk; kept so each test states that it needs it."""
+    assert model_dir.is_dir()
+
+
+def _remembered(lib, model_dir, monkeypatch):
+    """True when the C side answers without Python: make Python's plan path
+    fail, and see whether the call still succeeds."""
+    from turbospark_ffi import _abi
+    calls = []
+    original = _abi._handlers.copy()
+
+    def spy(a, b):
+        calls.append(a)
+        return original[_abi._lib.TS__FN_SPECULATION_PLAN](a, b)
+    monkeypatch.setitem(_abi._handlers, _abi._lib.TS__FN_SPECULATION_PLAN, spy)
+    plan(lib, model_dir)
+    monkeypatch.setitem(_abi._handlers, _abi._lib.TS__FN_SPECULATION_PLAN,
+                        original[_abi._lib.TS__FN_SPECULATION_PLAN])
+    return not calls
+
+
+def note_of(result):
+    return result["drafter"]["note"]
+
+
+@pytest.mark.parametrize("change", ["rewrite_same_size", "replace", "truncate", "touch",
+                                    "remove", "layout_moe"])
+def test_a_changed_install_is_read_again(lib, tmp_path, monkeypatch, aged_clock, change):
+    d = write_install(tmp_path / "install", mtp=True, layers=8)
+    age(d)
+    first = plan(lib, d)
+    assert first["drafter"]["installHasMtpHead"] is True
+    assert _remembered(lib, d, monkeypatch), "the fixture must be served by the C warm path"
+    weights = d / "model_weights.bin"
+    if change == "rewrite_same_size":
+        other = write_install(tmp_path / "other", dflash=True, layers=8)
+        data = (other / "model_weights.bin").read_bytes()
+        # Same size as the original, or the test would not be the hard case.
+        data = data[:weights.stat().st_size].ljust(weights.stat().st_size, b"\0")
+        with open(weights, "r+b") as f:
+            f.write(data)
+        expect = lambda r: r["drafter"]["installHasMtpHead"] is not True
+    elif change == "replace":
+        other = write_install(tmp_path / "other", dflash=True, layers=8)
+        os.replace(other / "model_weights.bin", weights)
+        expect = lambda r: note_of(r) == DFLASH_AUTO_NOTE
+    elif change == "truncate":
+        os.truncate(weights, 10)
+        expect = lambda r: r["drafter"]["installHasMtpHead"] is None
+    elif change == "touch":
+        os.utime(weights)
+        # Same content, same answer: what must change is who answers.
+        assert not _remembered(lib, d, monkeypatch), "a touched file must reach Python"
+        return
+    elif change == "remove":
+        weights.unlink()
+        expect = lambda r: r["drafter"]["installHasMtpHead"] is None
+    else:
+        (d / "packed_experts" / "layout.json").write_text(
+            '{"expertStride": 1, "numLayers": 8, "expertsPerLayer": 256, "layers": []}')
+        expect = lambda r: "256 experts" in (r["speculation"]["reason"] or "")
+    second = plan(lib, d)
+    assert second != first
+    assert expect(second)
+
+
+def test_a_fresh_install_is_not_remembered(lib, tmp_path, monkeypatch):
+    # Within the racy window the C side must not answer: a rewrite in the
+    # same clock tick could keep every stat() field.
+    d = write_install(tmp_path / "fresh", mtp=True, layers=8)
+    plan(lib, d)
+    assert not _remembered(lib, d, monkeypatch)
+
+
+def test_bad_options_are_never_remembered(lib, tmp_path, aged_clock):
+    d = write_install(tmp_path / "install", mtp=True, layers=8)
+    age(d)
+    for _ in range(2):
+        out = ctypes.c_void_p()
+        status = lib.ts_speculation_plan(str(d).encode(), b'{"speculative": 2}',
+                                         ctypes.byref(out))
+        assert status == 1 and not out.value

@@ -1,0 +1,180 @@
+"""Reliability, part 4: memory through the C ABI.
+
+* Resident memory: a C host (tests/reliability/memory_host.c) cycles through a
+  mix of calls -- 80 installs (more than the library's 64-install cache, so
+  snapshots are evicted and re-read all the time), good answers, refusals,
+  invalid arguments and JSON errors -- creating and joining a thread that
+  makes calls of its own every 500 calls. Its RSS (from /proc/self/statm)
+  after 100,000 calls is within 2 MB of what it was after 10,000, and it has
+  exactly as many open file descriptors. (Positive control: the same host
+  never freeing its results grows by more than 2 MB.)
+* A leak check: the same host under valgrind --leak-check=full (fewer calls).
+  A "definitely lost" block counts against the library when its allocation
+  stack holds the library's own code (a ts_* / _ts_* frame, or any frame in
+  libturbospark_ffi.so) -- EXCEPT blocks that CPython or cffi allocate while
+  the interpreter starts: stacks through ts_runtime_start (run once, under
+  pthread_once, by the first call) whose allocating frame is not in the
+  library. Those are the interpreter's start-up state, which lives for the
+  process (the library never finalises Python: it cannot be unloaded), not
+  something a call accumulates; a block our C code allocated itself is ours
+  even there. Start-up blocks are listed in the failure message if any
+  appear, never hidden. A positive control proves the check sees the
+  library's frames: the same host with -k (results never freed) must show
+  definitely-lost blocks allocated by _ts_emit.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from test_reliability_inputs import drivers, run_host, script_line, write_script  # noqa: F401
+from turbospark_ffi.install_writer import write_install
+
+MB2 = 2 * 1024 * 1024
+VALGRIND_TIMEOUT = 600
+
+
+@pytest.fixture(scope="module")
+def memory_script(tmp_path_factory):
+    root = tmp_path_factory.mktemp("memory")
+    shapes = [{}, {"mtp": True}, {"dflash": True}, {"mtp": True, "dflash": True},
+              {"mtp": True, "experts": 8}]
+    dirs = [write_install(root / f"install{k:02d}", **shapes[k % len(shapes)])
+            for k in range(80)]
+    corrupt = root / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "model_weights.bin").write_bytes(b"\x00" * 30)
+    dirs += [corrupt, root / "missing"]
+    lines = []
+    for k, d in enumerate(dirs):
+        raw = str(d).encode()
+        lines.append(script_line(f"plan{k}", "speculation_plan", (raw, b'{"speculation": 2}'), root))
+        lines.append(script_line(f"drafter{k}", "resolve_drafter", (raw, None), root))
+        lines.append(script_line(f"info{k}", "install_info", (raw,), root))
+        if k % 4 == 0:
+            lines.append(script_line(f"bad{k}", "speculation_plan",
+                                     (raw, b'{"temperature": %d}' % -k), root))
+            lines.append(script_line(f"json{k}", "resolve_speculation",
+                                     (b'{"speculation": ' + b" " * k,), root))
+            lines.append(script_line(f"refused{k}", "resolve_speculation",
+                                     (b'{"speculation": %d}' % (16 + k),), root))
+            lines.append(script_line(f"policies{k}", "draft_policies",
+                                     (b'{"drafter": "mtp", "installHasMtpHead": true, '
+                                      b'"installHasDflash": false, "note": null}',
+                                      b'{"speculation": "%d"}' % (k % 15 + 1)), root))
+            lines.append(script_line(f"nulldir{k}", "install_info", (None,), root))
+    return write_script(root / "script.txt", lines)
+
+
+def test_rss_after_100000_calls_is_within_2mb_of_after_10000(drivers, memory_script):
+    run = run_host([drivers.get("memory_host"), memory_script, 100_000, 500,
+                    1_000, 10_000, 50_000, 100_000], what="memory_host (100,000 calls)")
+    counts = dict(item.split("=") for item in run.tagged("C")[0][1:])
+    assert {"0", "1", "2", "4"} <= set(counts), f"the mix lacks a status: {counts}"
+    points = {int(calls): (int(rss), int(fds)) for calls, rss, fds in run.tagged("P")}
+    (rss10k, fds10k), (rss100k, fds100k) = points[10_000], points[100_000]
+    assert rss10k > 0
+    assert rss100k - rss10k <= MB2, (
+        f"RSS grew {(rss100k - rss10k) / 1024:.0f} KiB between 10,000 and 100,000 calls "
+        f"(checkpoints: {points})")
+    assert fds100k == fds10k, f"open file descriptors changed: {points}"
+
+
+def test_the_rss_measure_sees_results_that_are_never_freed(drivers, memory_script):
+    """Positive control: the same host keeping every result (-k) grows far
+    past 2 MB over the same kind of interval, so the check above can fail."""
+    run = run_host([drivers.get("memory_host"), "-k", memory_script, 40_000, 500,
+                    10_000, 40_000], what="memory_host -k")
+    points = {int(calls): int(rss) for calls, rss, _ in run.tagged("P")}
+    assert points[40_000] - points[10_000] > MB2, points
+
+
+# ---------------------------------------------------------------------------
+# valgrind
+
+_RECORD = re.compile(r"^==\d+== ([\d,]+) bytes in ([\d,]+) blocks are definitely lost")
+_FRAME = re.compile(r"^==\d+==    (?:at|by) 0x[0-9A-Fa-f]+: (\S+) \((?:in )?([^)]*)\)")
+_ALLOCATORS = {"malloc", "calloc", "realloc", "memalign", "posix_memalign", "aligned_alloc",
+               "strdup", "operator new(unsigned long)"}
+
+
+def definite_losses(log: str) -> list[tuple[int, list[tuple[str, str]]]]:
+    """(bytes, [(function, where)...innermost first]) per definitely-lost record."""
+    losses = []
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        m = _RECORD.match(line)
+        if not m:
+            continue
+        frames = []
+        for follow in lines[i + 1:]:
+            f = _FRAME.match(follow)
+            if not f:
+                break
+            frames.append((f.group(1), f.group(2)))
+        losses.append((int(m.group(1).replace(",", "")), frames))
+    return losses
+
+
+def _in_library(frame: tuple[str, str]) -> bool:
+    function, where = frame
+    return (re.match(r"_?ts_", function) is not None
+            or "libturbospark_ffi" in where or "ts_embed.c" in where
+            or "_turbospark_ffi_embedded" in where)
+
+
+def classify(frames: list[tuple[str, str]]) -> str:
+    """"ours", "startup" (CPython/cffi allocating while the interpreter
+    starts) or "foreign" (no library frame at all)."""
+    if not any(_in_library(f) for f in frames):
+        return "foreign"
+    allocating = next((f for f in frames if f[0] not in _ALLOCATORS), None)
+    if allocating is not None and _in_library(allocating):
+        return "ours"
+    if any(f[0] == "ts_runtime_start" for f in frames):
+        return "startup"
+    return "ours"
+
+
+def _valgrind(drivers, script, tmp_path, *extra) -> str:
+    valgrind = shutil.which("valgrind")
+    assert valgrind, "valgrind is not installed"
+    log = tmp_path / f"valgrind{len(extra)}.log"
+    cmd = [valgrind, "--leak-check=full", "--show-leak-kinds=definite",
+           "--errors-for-leak-kinds=definite", "--num-callers=60", f"--log-file={log}",
+           drivers.get("memory_host"), *extra, script, 1_500, 100, 1_500]
+    run_host(cmd, timeout=VALGRIND_TIMEOUT, what="memory_host under valgrind")
+    text = log.read_text()
+    assert "LEAK SUMMARY" in text or "All heap blocks were freed" in text, text[-2000:]
+    return text
+
+
+def _render(losses) -> str:
+    return "\n".join(f"{size} bytes: " + " <- ".join(f for f, _ in frames[:12])
+                     for size, frames in losses[:10])
+
+
+def test_valgrind_finds_no_definite_leak_from_the_librarys_own_code(drivers, memory_script,
+                                                                    tmp_path):
+    log = _valgrind(drivers, memory_script, tmp_path)
+    losses = definite_losses(log)
+    ours = [loss for loss in losses if classify(loss[1]) == "ours"]
+    startup = [loss for loss in losses if classify(loss[1]) == "startup"]
+    assert not ours, (f"{len(ours)} definitely-lost blocks from the library's own code:\n"
+                      f"{_render(ours)}\n(start-up blocks, not counted: {_render(startup)})")
+    # memory errors (invalid reads/writes, uninitialised jumps) in our frames
+    errors = re.findall(r"^==\d+== (Invalid (?:read|write|free)|Conditional jump|"
+                        r"Use of uninitialised|Mismatched free|Syscall param)", log, re.M)
+    assert not errors, f"valgrind reports memory errors: {errors[:10]}"
+
+
+def test_the_leak_check_sees_a_leak_of_the_librarys_results(drivers, memory_script, tmp_path):
+    """Positive control: a host that never frees results leaks blocks that
+    _ts_emit allocated, and the classification above calls them ours."""
+    log = _valgrind(drivers, memory_script, tmp_path, "-k")
+    ours = [loss for loss in definite_losses(log) if classify(loss[1]) == "ours"]
+    assert ours, "the leak check did not see results that were never freed"
+    assert any(frames[1][0] == "_ts_emit" for _, frames in ours if len(frames) > 1), _render(ours)
