@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Where the time of a plan goes, stage by stage, in plain Python.
+
+    python3 bench/profile_plan.py            # writes its installs into bench/out/profile_installs
+    python3 bench/profile_plan.py --reps 20
+
+Three views, each the median of --reps repetitions (min..max):
+
+1. cold start: what the embedded interpreter imports for the first plan and
+   what each import costs, measured in a child started as ts_embed.c starts
+   its interpreter (-I -S, no bytecode writing, sys.path = package parent,
+   stdlib, lib-dynload, cffi), with -X importtime; and which of those modules
+   have no usable .pyc (compiled from source on every start, because the
+   embedded interpreter never writes bytecode).
+2. first plan of an unseen install, at 866 and 100,000 entries and for the
+   real-size MoE layout: install.snapshot split into load_resident_index and
+   load_expert_layout, then the blocker preview, the policy, wire.dumps.
+3. a warm call: the pieces _abi._speculation_plan runs on an unchanged
+   install (decode and check model_dir, two stat() calls, the memo lookup).
+4. threads: bench/out/bin/ts_host (built by bench/run.py) with 1 and 8 host
+   threads, free to use every core and pinned to one CPU, with the voluntary
+   context switches per call: how much of a multi-thread loss is the GIL
+   handed across cores.
+
+It times the package's functions from outside; it changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+INSTALLS = BENCH / "out" / "profile_installs"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(BENCH))
+
+
+def stat_line(samples: list[float], unit: float = 1e3, suffix: str = "us") -> str:
+    return (f"{statistics.median(samples) / unit:9.2f} {suffix}  "
+            f"[{min(samples) / unit:.2f} .. {max(samples) / unit:.2f}]")
+
+
+def timed(fn, reps: int) -> list[float]:
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter_ns()
+        fn()
+        out.append(time.perf_counter_ns() - t)
+    return out
+
+
+CHILD = r'''
+import sys, time
+t0 = time.perf_counter_ns()
+from turbospark_ffi import _abi
+t1 = time.perf_counter_ns()
+from turbospark_ffi.install import snapshot
+from turbospark_ffi.options import parse_options
+from turbospark_ffi.plan import plan_for_snapshot
+from turbospark_ffi.wire import plan_to_dict, dumps
+t2 = time.perf_counter_ns()
+snap = snapshot(sys.argv[1])
+t3 = time.perf_counter_ns()
+out = dumps(plan_to_dict(plan_for_snapshot(snap, parse_options(b'{"speculativeDrafter":"auto","speculation":"auto"}'))))
+t4 = time.perf_counter_ns()
+mods = sorted(m for m in sys.modules if m.startswith("turbospark_ffi"))
+print("TIMES", t1 - t0, t2 - t1, t3 - t2, t4 - t3)
+print("MODULES", " ".join(mods))
+print("ALL", len(sys.modules))
+'''
+
+
+def cold(model_dir: Path, reps: int) -> None:
+    import _cffi_backend
+    stdlib = sysconfig.get_path("stdlib")
+    paths = [str(ROOT), stdlib, os.path.join(stdlib, "lib-dynload"),
+             os.path.dirname(_cffi_backend.__file__)]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin")}
+    code = "import sys; sys.path[:] = %r\n" % paths + CHILD
+    exe = sys.executable
+    print("1. cold start (child: -I -S -B, sys.path as the embedded interpreter's)")
+    walls, phases = [], []
+    for _ in range(reps):
+        t = time.perf_counter_ns()
+        r = subprocess.run([exe, "-I", "-S", "-B", "-c", code, str(model_dir)],
+                           capture_output=True, text=True, env=env, check=True)
+        walls.append(time.perf_counter_ns() - t)
+        for line in r.stdout.splitlines():
+            if line.startswith("TIMES"):
+                phases.append([int(x) for x in line.split()[1:]])
+            if line.startswith("MODULES"):
+                modules = line.split()[1:]
+            if line.startswith("ALL"):
+                nmods = int(line.split()[1])
+    bare = timed(lambda: subprocess.run([exe, "-I", "-S", "-B", "-c", "pass"], env=env,
+                                        check=True), reps)
+    print(f"   interpreter alone (-I -S -c pass), exec to exit {stat_line(bare, 1e6, 'ms')}")
+    print(f"   import, read and plan, exec to exit           {stat_line(walls, 1e6, 'ms')}")
+    for k, what in enumerate(("import turbospark_ffi._abi", "import install/options/plan/wire",
+                              "install.snapshot (first read)", "plan + wire.dumps")):
+        print(f"     {what:<44}{stat_line([p[k] for p in phases], 1e6, 'ms')}")
+    print(f"   modules loaded: {nmods} in all; turbospark_ffi's: {' '.join(modules)}")
+    r = subprocess.run([exe, "-I", "-S", "-B", "-X", "importtime", "-c", code, str(model_dir)],
+                       capture_output=True, text=True, env=env, check=True)
+    rows = []
+    for line in r.stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            self_us, cum_us, name = (p.strip() for p in
+                                     line[len("import time:"):].split("|"))
+            rows.append((int(cum_us), int(self_us), name))
+    print("   slowest imports (cumulative us, self us) from -X importtime, one run:")
+    for cum, self_us, name in sorted(rows, reverse=True)[:14]:
+        print(f"     {cum:7d} {self_us:7d}  {name}")
+    pkg = ROOT / "turbospark_ffi"
+    cache = pkg / "__pycache__"
+    tag = sys.implementation.cache_tag
+    missing = []
+    for mod in modules:
+        leaf = mod.split(".")[-1] if mod != "turbospark_ffi" else "__init__"
+        src = pkg / f"{leaf}.py"
+        pyc = cache / f"{leaf}.{tag}.pyc"
+        if src.exists() and (not pyc.exists() or pyc.stat().st_mtime < src.stat().st_mtime):
+            missing.append(leaf)
+    print(f"   imported modules with no fresh .pyc (compiled from source at every start): "
+          f"{', '.join(missing) or 'none'}"
+          f"  [PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')}]")
+    if missing:
+        comp = []
+        for leaf in missing:
+            text = (pkg / f"{leaf}.py").read_text()
+            comp.append((leaf, statistics.median(timed(
+                lambda: compile(text, leaf, "exec"), max(3, reps // 2)))))
+        print("   compile() cost of those: " + ", ".join(f"{m} {t / 1e6:.2f} ms" for m, t in comp))
+
+
+def first_plan(model_dir: Path, reps: int, label: str) -> None:
+    from turbospark_ffi import install
+    from turbospark_ffi.expert_layout import load_expert_layout
+    from turbospark_ffi.options import parse_options
+    from turbospark_ffi.plan import plan_for_snapshot
+    from turbospark_ffi.policy import SpeculativeDrafter
+    from turbospark_ffi.resident_index import load_resident_index
+    from turbospark_ffi.blockers import first_full_attention_layer, preview_blocker
+    from turbospark_ffi.wire import dumps, plan_to_dict
+    import turbospark_ffi.resident_index as ri
+
+    weights = str(model_dir / "model_weights.bin")
+    opts = parse_options(b'{"speculativeDrafter":"auto","speculation":"auto"}')
+    print(f"2. first plan, {label}: {model_dir.name}")
+    snaps = []
+
+    def snap():
+        install.clear_cache()
+        snaps.append(install.snapshot(str(model_dir)))
+    s_snap = timed(snap, reps)
+    s_idx = timed(lambda: load_resident_index(weights), reps)
+    s_lay = timed(lambda: load_expert_layout(str(model_dir)), reps)
+    index = load_resident_index(weights)
+    layout = load_expert_layout(str(model_dir))
+    s_block = timed(lambda: preview_blocker(index, layout.experts_per_layer,
+                                            SpeculativeDrafter.MTP), reps)
+    s_ffa = timed(lambda: first_full_attention_layer(index), reps)
+    s_names = timed(lambda: index.names_containing(b".self_attn."), reps)
+
+    def plan_fresh_snapshot():
+        install.clear_cache()
+        s = install.snapshot(str(model_dir))
+        return dumps(plan_to_dict(plan_for_snapshot(s, opts)))
+    s_total = timed(plan_fresh_snapshot, reps)
+    s_plan = []
+    for s in snaps[:reps]:
+        s._memo.clear()
+        t = time.perf_counter_ns()
+        dumps(plan_to_dict(plan_for_snapshot(s, opts)))
+        s_plan.append(time.perf_counter_ns() - t)
+    print(f"   total: snapshot + plan + dumps                {stat_line(s_total)}")
+    print(f"     install.snapshot                            {stat_line(s_snap)}")
+    print(f"       load_resident_index                       {stat_line(s_idx)}")
+    print(f"       load_expert_layout                        {stat_line(s_lay)}")
+    print(f"     plan_for_snapshot + dumps (fresh memo)      {stat_line(s_plan)}")
+    print(f"       preview_blocker                           {stat_line(s_block)}")
+    print(f"         first_full_attention_layer              {stat_line(s_ffa)}")
+    print(f"           names_containing(b'.self_attn.')      {stat_line(s_names)}")
+    # Inside load_resident_index, for the large case.
+    if index.entry_count >= 10000:
+        fd = os.open(weights, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            header = os.pread(fd, 24, 0)
+            count = int.from_bytes(header[16:24], "little")
+            index_size = int.from_bytes(header[0:8], "little")
+            resident = int.from_bytes(header[8:16], "little")
+            s_read = timed(lambda: os.pread(fd, count * 72, 24), reps)
+            table = os.pread(fd, count * 72, 24)
+            s_ranges = timed(lambda: ri._name_ranges(table, count), reps)
+            offs, ends = ri._name_ranges(table, count)
+            tail = os.pread(fd, max(ends) - (24 + count * 72), 24 + count * 72)
+            region = header + table + tail
+            s_valid = timed(lambda: ri._all_ranges_valid(table, index_size,
+                                                         index_size + resident, offs, ends),
+                            reps)
+            s_names2 = timed(lambda: ri._validated_names(region, table, count, index_size,
+                                                         index_size + resident, offs, ends),
+                             reps)
+            s_dict = timed(lambda: dict(zip(map(region.__getitem__, map(slice, offs, ends)),
+                                            range(count))), reps)
+        finally:
+            os.close(fd)
+        print(f"       inside load_resident_index ({count} entries, file {size} bytes):")
+        print(f"         pread of the entry table                {stat_line(s_read)}")
+        print(f"         _name_ranges (memoryview casts)         {stat_line(s_ranges)}")
+        print(f"         _all_ranges_valid                       {stat_line(s_valid)}")
+        print(f"         _validated_names (incl. the above)      {stat_line(s_names2)}")
+        print(f"           of which the name->slot dict alone    {stat_line(s_dict)}")
+
+
+def warm(model_dir: Path, reps: int) -> None:
+    from turbospark_ffi import install
+    from turbospark_ffi.options import decode_text
+    from turbospark_ffi.plan import check_model_dir
+    from turbospark_ffi import _abi
+    from turbospark_ffi.expert_layout import LAYOUT_PATH
+
+    raw = str(model_dir).encode()
+    opts = b'{"speculativeDrafter":"auto","speculation":"auto"}'
+    install.clear_cache()
+    snap = install.snapshot(str(model_dir))
+    time.sleep(0.15)
+    install.clear_cache()
+    snap = install.snapshot(str(model_dir))
+    snap._memo[("plan", opts)] = b"x" * 400
+    loops = 20000
+    d = str(model_dir)
+    w = os.path.join(d, "model_weights.bin")
+
+    def per_call(fn):
+        out = []
+        for _ in range(reps):
+            t = time.perf_counter_ns()
+            for _ in range(loops):
+                fn()
+            out.append((time.perf_counter_ns() - t) / loops)
+        return out
+
+    print(f"3. warm call pieces (Python side only, ns per call), {model_dir.name}:")
+    items = [
+        ("empty Python call (floor of a call)", lambda: None),
+        ("os.stat() once", lambda: os.stat(w)),
+        ("install._stat_key() once", lambda: install._stat_key(w)),
+        ("os.path.join x2", lambda: (os.path.join(d, "model_weights.bin"),
+                                     os.path.join(d, LAYOUT_PATH))),
+        ("_abi._model_dir (decode + check, with imports)", lambda: _abi._model_dir(raw)),
+        ("decode_text + check_model_dir (no import stmt)",
+         lambda: check_model_dir(decode_text(raw, "model_dir"))),
+        ("install.snapshot (cached, 2 stat)", lambda: install.snapshot(d)),
+        ("_abi._speculation_plan (whole Python side)", lambda: _abi._speculation_plan(raw, opts)),
+    ]
+    if install.snapshot(d) is not snap:
+        print("   (the snapshot was not cached: install too young?)")
+    for label, fn in items:
+        print(f"   {label:<48}{stat_line(per_call(fn), 1, 'ns')}")
+
+
+def threads(model_dir: Path, reps: int) -> None:
+    import resource
+    host = BENCH / "out" / "bin" / "ts_host"
+    if not host.exists():
+        print("4. threads: skipped (bench/out/bin/ts_host missing: run bench/run.py first)")
+        return
+    print(f"4. threads, warm calls on {model_dir.name} (300 ms each)")
+    cpu0 = {sorted(os.sched_getaffinity(0))[0]}
+    for label, pin in (("all cores", None), (f"pinned to CPU {min(cpu0)}", cpu0)):
+        for t in (1, 8):
+            rates, switches = [], []
+            for _ in range(reps):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw
+                r = subprocess.run([str(host), "threads", str(model_dir), str(t), "300"],
+                                   capture_output=True, text=True, check=True,
+                                   preexec_fn=(lambda: os.sched_setaffinity(0, pin)) if pin
+                                   else None)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw
+                calls, elapsed = map(int, r.stdout.split())
+                rates.append(calls / (elapsed / 1e9))
+                switches.append((after - before) / calls)
+            print(f"   {label:<16} {t} thread{'s' if t > 1 else ' '}: "
+                  f"{stat_line(rates, 1e3, 'k calls/s')}   "
+                  f"voluntary context switches per call {statistics.median(switches):.2f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=9)
+    args = ap.parse_args()
+    # Its own installs, written as bench/run.py writes them (run.py replaces
+    # bench/out/installs on every run).
+    import run
+    from turbospark_ffi.install_writer import write_install
+    d866, big, moe = INSTALLS / "dense866", INSTALLS / "entries100000", INSTALLS / "moe"
+    if not moe.exists():
+        write_install(d866, **run.spec_for_entries(866))
+        write_install(big, **run.spec_for_entries(100000))
+        write_install(moe, layers=40, experts=256, mtp=True)
+        (moe / "packed_experts" / "layout.json").write_bytes(run.real_size_layout())
+        time.sleep(0.3)
+    cold(d866, args.reps)
+    first_plan(d866, args.reps, "866 entries")
+    first_plan(big, max(3, args.reps // 2), "100,000 entries")
+    first_plan(moe, args.reps, "MoE, real-size layout")
+    warm(d866, max(3, args.reps // 2))
+    threads(d866, max(3, args.reps // 2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

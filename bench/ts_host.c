@@ -1,0 +1,166 @@
+/* Benchmark host: calls libturbospark_ffi through its C ABI, as a GUI would,
+ * and times the calls with CLOCK_MONOTONIC. Built -O2 by bench/run.py against
+ * include/turbospark_ffi.h and the in-place library.
+ *
+ *   ts_host warm   DIR N [OPTIONS]          N warm calls after a warm-up;
+ *                                           prints "<ns per call>"
+ *   ts_host fresh  WARMDIR DIR... [-o OPTS] warms the runtime on WARMDIR, then
+ *                                           plans each DIR once (never seen
+ *                                           before by this process); prints
+ *                                           one "<ns>" line per DIR
+ *   ts_host threads DIR T MILLIS [OPTIONS]  T host threads call warm plans at
+ *                                           once for MILLIS ms; prints
+ *                                           "<total calls> <elapsed ns>"
+ *   ts_host show   DIR [OPTIONS]            prints the plan JSON (sanity check)
+ *
+ * Every call's status is checked: a benchmark of failing calls is worthless.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "turbospark_ffi.h"
+
+static const char *DEFAULT_OPTIONS = "{\"speculativeDrafter\":\"auto\",\"speculation\":\"auto\"}";
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void die_status(const char *what, const char *dir, int32_t status) {
+    char msg[1024];
+    ts_last_error(msg, sizeof msg);
+    fprintf(stderr, "ts_host: %s %s: status %d: %s\n", what, dir, (int)status, msg);
+    exit(1);
+}
+
+static void plan_once(const char *dir, const char *opts) {
+    char *out = NULL;
+    int32_t status = ts_speculation_plan(dir, opts, &out);
+    if (status != TS_OK)
+        die_status("ts_speculation_plan", dir, status);
+    ts_string_free(out);
+}
+
+static int mode_warm(const char *dir, long n, const char *opts) {
+    long i;
+    uint64_t a, b;
+    for (i = 0; i < 200; i++)
+        plan_once(dir, opts);
+    a = now_ns();
+    for (i = 0; i < n; i++)
+        plan_once(dir, opts);
+    b = now_ns();
+    printf("%.1f\n", (double)(b - a) / (double)n);
+    return 0;
+}
+
+static int mode_fresh(int argc, char **argv) {
+    const char *opts = DEFAULT_OPTIONS;
+    int i, last = argc;
+    if (argc >= 2 && strcmp(argv[argc - 2], "-o") == 0) {
+        opts = argv[argc - 1];
+        last = argc - 2;
+    }
+    for (i = 0; i < 50; i++)
+        plan_once(argv[0], opts);
+    for (i = 1; i < last; i++) {
+        uint64_t a = now_ns();
+        plan_once(argv[i], opts);
+        printf("%llu\n", (unsigned long long)(now_ns() - a));
+    }
+    return 0;
+}
+
+struct worker {
+    pthread_t tid;
+    const char *dir;
+    const char *opts;
+    long calls;
+};
+
+static pthread_barrier_t start_line;
+static volatile int stop_flag = 0;
+
+static void *worker_main(void *p) {
+    struct worker *w = (struct worker *)p;
+    long calls = 0;
+    plan_once(w->dir, w->opts); /* this thread's own first call */
+    pthread_barrier_wait(&start_line);
+    while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
+        plan_once(w->dir, w->opts);
+        calls++;
+    }
+    w->calls = calls;
+    return NULL;
+}
+
+static int mode_threads(const char *dir, int nthreads, long millis, const char *opts) {
+    struct worker *w = calloc((size_t)nthreads, sizeof *w);
+    struct timespec pause;
+    uint64_t a, b;
+    long total = 0;
+    int i;
+    for (i = 0; i < 200; i++)
+        plan_once(dir, opts);
+    pthread_barrier_init(&start_line, NULL, (unsigned)nthreads + 1);
+    for (i = 0; i < nthreads; i++) {
+        w[i].dir = dir;
+        w[i].opts = opts;
+        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+            fprintf(stderr, "ts_host: pthread_create failed\n");
+            return 1;
+        }
+    }
+    pthread_barrier_wait(&start_line);
+    a = now_ns();
+    pause.tv_sec = millis / 1000;
+    pause.tv_nsec = (millis % 1000) * 1000000L;
+    nanosleep(&pause, NULL);
+    __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+    for (i = 0; i < nthreads; i++) {
+        pthread_join(w[i].tid, NULL);
+        total += w[i].calls;
+    }
+    b = now_ns();
+    printf("%ld %llu\n", total, (unsigned long long)(b - a));
+    free(w);
+    return 0;
+}
+
+static int mode_show(const char *dir, const char *opts) {
+    char *out = NULL;
+    int32_t status = ts_speculation_plan(dir, opts, &out);
+    if (status != TS_OK)
+        die_status("ts_speculation_plan", dir, status);
+    puts(out);
+    ts_string_free(out);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (ts_abi_version() != TS_ABI_VERSION) {
+        fprintf(stderr, "ts_host: header ABI %d, library ABI %u\n", TS_ABI_VERSION,
+                ts_abi_version());
+        return 1;
+    }
+    if (argc >= 4 && strcmp(argv[1], "warm") == 0)
+        return mode_warm(argv[2], atol(argv[3]), argc >= 5 ? argv[4] : DEFAULT_OPTIONS);
+    if (argc >= 4 && strcmp(argv[1], "fresh") == 0)
+        return mode_fresh(argc - 2, argv + 2);
+    if (argc >= 5 && strcmp(argv[1], "threads") == 0)
+        return mode_threads(argv[2], atoi(argv[3]), atol(argv[4]),
+                            argc >= 6 ? argv[5] : DEFAULT_OPTIONS);
+    if (argc >= 3 && strcmp(argv[1], "show") == 0)
+        return mode_show(argv[2], argc >= 4 ? argv[3] : DEFAULT_OPTIONS);
+    fprintf(stderr,
+            "usage: ts_host warm DIR N [OPTS] | fresh WARMDIR DIR... [-o OPTS] |\n"
+            "       threads DIR T MILLIS [OPTS] | show DIR [OPTS]\n");
+    return 2;
+}
