@@ -197,7 +197,8 @@ TS_API int32_t ts_speculation_plan(const char *TS_NONNULL model_dir,
  * "mtpHead": {"present", "tensors", "expected", "complete", "missing"},
  * "dflashDrafter": {...}, "probe": {"layer", "tensor", "present", "dtype",
  * "dtypeName", "verifyCovers"} | null, "experts": {"layoutPresent",
- * "expertsPerLayer", "numLayers", "error"}, "blockerPreview": {"mtp",
+ * "expertsPerLayer", "numLayers", "error"} (layoutPresent null when the layout
+ * could not be read), "blockerPreview": {"mtp",
  * "dflash"}}. An unreadable index is TS_OK with "indexReadable": false.
  * Returns TS_OK; TS_ERR_INVALID_ARGUMENT; TS_ERR_RUNTIME; or TS_ERR_INTERNAL. */
 TS_API int32_t ts_install_info_json(const char *TS_NONNULL model_dir,

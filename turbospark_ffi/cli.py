@@ -669,6 +669,11 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--force", action="store_true",
                       help="overwrite an existing model_weights.bin")
     make.set_defaults(run=_cmd_make_install)
+    # Listed here for --help; `main` hands its arguments to bundle.main,
+    # which owns their parsing and its own --help.
+    sub.add_parser("bundle", add_help=False,
+                   help="write a relocatable folder: the library, the Python it needs, "
+                        "header, module map, pkg-config file (bundle --help)")
     return parser
 
 
@@ -701,6 +706,10 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError):
             pass
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["bundle"]:
+        from .bundle import main as bundle_main
+        return bundle_main(arguments[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     command = getattr(args, "command", None)

@@ -17,7 +17,8 @@ import json
 import os
 from pathlib import Path
 
-from .resident_index import DTYPE_NAMES, ENTRY_SIZE, HEADER_SIZE
+from .resident_index import (DFLASH_TENSORS, DTYPE_NAMES, ENTRY_SIZE, HEADER_SIZE,
+                             MTP_HEAD_TENSORS)
 
 __all__ = [
     "DTYPE_NAMES",
@@ -31,29 +32,6 @@ __all__ = [
     "write_samples",
 ]
 
-
-_MTP_LAYER = (
-    "input_layernorm.weight", "post_attention_layernorm.weight",
-    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-    "self_attn.o_proj.weight", "self_attn.q_norm.weight", "self_attn.k_norm.weight",
-    "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
-)
-# FACTS section 2: the full head is 15 tensors, `mtp.fc.weight` first.
-MTP_HEAD_TENSORS = (
-    "mtp.fc.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight",
-    "mtp.norm.weight",
-) + tuple("mtp.layers.0." + t for t in _MTP_LAYER)
-
-# FACTS section 2: 81 tensors under `dflash.`: 6 top-level, 15 in each of 5
-# layers; `dflash.fc.weight` is the presence test. The top-level and per-layer
-# names beyond that one are this writer's choice (the facts give only counts).
-_DFLASH_TOP = ("dflash.fc.weight", "dflash.hidden_norm.weight", "dflash.norm.weight",
-               "dflash.embed_proj.weight", "dflash.mask_embedding.weight",
-               "dflash.lm_head.weight")
-_DFLASH_LAYER = _MTP_LAYER + ("self_attn.rotary_emb.inv_freq", "cross_attn.q_proj.weight",
-                              "cross_attn.kv_proj.weight", "cross_attn.o_proj.weight")
-DFLASH_TENSORS = _DFLASH_TOP + tuple(
-    f"dflash.layers.{i}.{t}" for i in range(5) for t in _DFLASH_LAYER)
 
 _LINEAR_ATTN = ("in_proj_qkv.weight", "in_proj_z.weight", "in_proj_a.weight",
                 "in_proj_b.weight", "out_proj.weight", "A_log", "dt_bias",

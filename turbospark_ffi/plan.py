@@ -76,8 +76,7 @@ def install_info(model_dir: str | os.PathLike) -> dict:
     """What the install's files say, as the `ts_install_info_json` object."""
     from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
     from .install import snapshot
-    from .install_writer import DFLASH_TENSORS, MTP_HEAD_TENSORS
-    from .resident_index import DTYPE_NAMES
+    from .resident_index import DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS
 
     model_dir = check_model_dir(model_dir)
     snap = snapshot(model_dir)
@@ -115,7 +114,8 @@ def install_info(model_dir: str | os.PathLike) -> dict:
                     probe=probe)
     layout = snap.layout
     info["experts"] = {
-        "layoutPresent": layout.present if layout is not None else True,
+        # null when the layout could not be read: present or not is unknown.
+        "layoutPresent": layout.present if layout is not None else None,
         "expertsPerLayer": layout.experts_per_layer if layout is not None else None,
         "numLayers": layout.num_layers if layout is not None else None,
         "error": None if snap.layout_error is None else str(snap.layout_error)}

@@ -39,6 +39,8 @@ __all__ = [
     "ENTRY_SIZE",
     "MTP_PRESENCE_TENSOR",
     "DFLASH_PRESENCE_TENSOR",
+    "MTP_HEAD_TENSORS",
+    "DFLASH_TENSORS",
     "IndexEntry",
     "ResidentIndex",
     "load_resident_index",
@@ -53,6 +55,31 @@ _U64_MAX = (1 << 64) - 1
 # FACTS section 2: only the first tensor of each drafter is the presence test.
 MTP_PRESENCE_TENSOR = "mtp.fc.weight"
 DFLASH_PRESENCE_TENSOR = "dflash.fc.weight"
+
+# What a complete drafter holds (for install info: "present but partial").
+_MTP_LAYER = (
+    "input_layernorm.weight", "post_attention_layernorm.weight",
+    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight", "self_attn.q_norm.weight", "self_attn.k_norm.weight",
+    "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+)
+# FACTS section 2: the full head is 15 tensors, `mtp.fc.weight` first.
+MTP_HEAD_TENSORS = (
+    "mtp.fc.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight",
+    "mtp.norm.weight",
+) + tuple("mtp.layers.0." + t for t in _MTP_LAYER)
+
+# FACTS section 2: 81 tensors under `dflash.`: 6 top-level, 15 in each of 5
+# layers; `dflash.fc.weight` is the presence test. The top-level and per-layer
+# names beyond that one are this writer's choice (the facts give only counts).
+_DFLASH_TOP = ("dflash.fc.weight", "dflash.hidden_norm.weight", "dflash.norm.weight",
+               "dflash.embed_proj.weight", "dflash.mask_embedding.weight",
+               "dflash.lm_head.weight")
+_DFLASH_LAYER = _MTP_LAYER + ("self_attn.rotary_emb.inv_freq", "cross_attn.q_proj.weight",
+                              "cross_attn.kv_proj.weight", "cross_attn.o_proj.weight")
+DFLASH_TENSORS = _DFLASH_TOP + tuple(
+    f"dflash.layers.{i}.{t}" for i in range(5) for t in _DFLASH_LAYER)
+
 
 # FACTS section 1, dtype tags. The reader does not validate the tag.
 DTYPE_NAMES = {
