@@ -96,18 +96,27 @@ def _ts_boot():
                 def isatty(self):
                     return False
             sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = _Sink()
-        elif parent not in sys.path:
-            sys.path.append(parent)
+        if "turbospark_ffi" not in sys.modules:
+            # In a Python host, the package beside the library comes first,
+            # for this one import only: the host's sys.path is the host's.
+            sys.path.insert(0, parent)
+            try:
+                import turbospark_ffi
+            finally:
+                try:
+                    sys.path.remove(parent)
+                except ValueError:
+                    pass
         import turbospark_ffi
-        if lib._ts_owns_interpreter():
-            # Only the package beside the library: another copy found further
-            # down sys.path (the build's cffi directory may hold one) is a
-            # different version, and using it silently would lie.
-            import os
-            found = os.path.dirname(os.path.dirname(os.path.realpath(turbospark_ffi.__file__)))
-            if found != os.path.realpath(parent):
-                raise ImportError("no turbospark_ffi package beside the library in %s "
-                                  "(a different copy at %s was not used)" % (parent, found))
+        # Only the package beside the library: another copy (further down
+        # sys.path, e.g. the build's cffi directory, or one a Python host
+        # already imported) may be another version, and using it silently
+        # would lie.
+        import os
+        found = os.path.dirname(os.path.dirname(os.path.realpath(turbospark_ffi.__file__)))
+        if found != os.path.realpath(parent):
+            raise ImportError("no turbospark_ffi package beside the library in %s "
+                              "(a different copy at %s was not used)" % (parent, found))
         from turbospark_ffi import _abi
         _abi.bind(ffi, lib)
         state["abi"] = _abi
