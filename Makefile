@@ -20,7 +20,7 @@ demo: install
 	mkdir -p build
 	cc -std=c99 -Wall -Wextra -Werror -pedantic -o build/plan_host examples/plan_host.c \
 	    $$($(VENV)/bin/turbospark-ffi config --cflags --libs)
-	SAMPLES=$$($(VPY) -c "import turbospark_ffi, os; print(os.path.join(os.path.dirname(turbospark_ffi.__file__), 'samples'))" ) && \
+	SAMPLES=$$($(VPY) -I -c "import turbospark_ffi, os; print(os.path.join(os.path.dirname(turbospark_ffi.__file__), 'samples'))" ) && \
 	for opts in '{}' '{"speculativeDrafter": "dflash", "speculation": 2}' '{"speculation": 2}'; do \
 	    build/plan_host "$$opts" $$SAMPLES/none $$SAMPLES/mtp $$SAMPLES/dflash $$SAMPLES/both || exit 1; \
 	done
