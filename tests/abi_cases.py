@@ -25,20 +25,7 @@ from pathlib import Path
 # ---------------------------------------------------------------------------
 # The seed's messages, verbatim.
 
-DFLASH_NOTE = (
-    "this install carries a DFlash2 drafter, which auto leaves OFF: measured "
-    "0.90x throughput on prose against 1.33-1.47x on code and math, and "
-    "+17.4% J/token, so it is opt-in. Select the dflash drafter to use it "
-    "(--speculative-drafter dflash, or speculativeDrafter \"dflash\" on the "
-    "C ABI)"
-)
-SAMPLED_REASON = (
-    "sampled speculation cannot be served by the block drafter: DFlash2's "
-    "selection is a greedy structured search, not a distribution, so exact "
-    "rejection sampling has no q(x) to ratio against; use the mtp drafter or "
-    "temperature 0"
-)
-REFUSAL_PREFIX = "--speculative was asked for but cannot be served: "
+from seed_texts import DFLASH_NOTE, REFUSAL_PREFIX, SAMPLED_REASON  # noqa: E402,F401
 VISION_BLOCKER = "the vision tower is active"
 # A blocker with non-ASCII text: the message must come back as UTF-8, verbatim.
 UTF8_BLOCKER = "la t\u00eate de vision est active \u2014 \u00e9t\u00e9"

@@ -16,16 +16,7 @@ from turbospark_ffi.plan import speculation_plan
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE, SAMPLED_BLOCK_DRAFTER_REASON
 from turbospark_ffi.wire import dumps, plan_to_dict
 
-NOTE = ("this install carries a DFlash2 drafter, which auto leaves OFF: measured "
-        "0.90x throughput on prose against 1.33-1.47x on code and math, and "
-        "+17.4% J/token, so it is opt-in. Select the dflash drafter to use it "
-        "(--speculative-drafter dflash, or speculativeDrafter \"dflash\" on the "
-        "C ABI)")
-SAMPLED = ("sampled speculation cannot be served by the block drafter: DFlash2's "
-           "selection is a greedy structured search, not a distribution, so exact "
-           "rejection sampling has no q(x) to ratio against; use the mtp drafter or "
-           "temperature 0")
-PREFIX = "--speculative was asked for but cannot be served: "
+from seed_texts import DFLASH_NOTE as NOTE, REFUSAL_PREFIX as PREFIX, SAMPLED_REASON as SAMPLED
 
 
 def test_package_texts_are_the_seeds():

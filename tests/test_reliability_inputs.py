@@ -93,15 +93,7 @@ def encode_arg(value, spill_dir: Path) -> str:
     return "x" + value.hex()
 
 
-# Which C argument each function takes, in order: "dir", "choice", "options".
-SIGNATURES = {
-    "build_info": (),
-    "resolve_drafter": ("dir", "options"),
-    "draft_policies": ("choice", "options"),
-    "resolve_speculation": ("options",),
-    "speculation_plan": ("dir", "options"),
-    "install_info": ("dir",),
-}
+from abi_cases import SIGNATURES  # noqa: E402  (one table of which arguments each takes)
 
 
 def script_line(call_id: str, fn: str, args: tuple, spill_dir: Path, nullout: bool = False) -> str:
@@ -381,10 +373,7 @@ _PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHa
              "draftPolicies": {"mtp": {"mode": "auto", "block": None},
                                "dflash": {"mode": "off", "block": None}},
              "speculation": {"block": 2, "drafter": "mtp", "reason": None}}
-REFUSED = "--speculative was asked for but cannot be served: "
-SAMPLED = ("sampled speculation cannot be served by the block drafter: DFlash2's selection is a "
-           "greedy structured search, not a distribution, so exact rejection sampling has no "
-           "q(x) to ratio against; use the mtp drafter or temperature 0")
+from seed_texts import REFUSAL_PREFIX as REFUSED, SAMPLED_REASON as SAMPLED  # noqa: E402
 
 SPECIFIC_CASES = [
     # NULL for each pointer, every function
