@@ -178,10 +178,9 @@ def _resolve_speculation(options: bytes, _unused: bytes):
 
 def _install_info(model_dir: bytes, _unused: bytes) -> bytes:
     from .install import snapshot
-    from .plan import install_info
-    path = _model_dir(model_dir)
-    snap = snapshot(path)
-    outcome = _memo(snap, ("info",), lambda: _encode(install_info(path)))
+    from .plan import install_info_for_snapshot
+    snap = snapshot(_model_dir(model_dir))
+    outcome = _memo(snap, ("info",), lambda: _encode(install_info_for_snapshot(snap)))
     _offer_to_c(_lib.TS__FN_INSTALL_INFO, snap, model_dir, _unused, outcome)
     return outcome
 

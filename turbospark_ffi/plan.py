@@ -14,7 +14,7 @@ from .policy import (DraftPolicies, DrafterChoice, SpeculationPlan, SpeculativeD
                      choose_drafter, draft_policies, resolve_speculation)
 
 __all__ = ["PlanResult", "speculation_plan", "plan_for_snapshot", "choice_for_snapshot",
-           "install_info", "check_model_dir"]
+           "install_info", "install_info_for_snapshot", "check_model_dir"]
 
 
 class PlanResult(Value):
@@ -74,14 +74,17 @@ def speculation_plan(model_dir: str | os.PathLike,
 
 def install_info(model_dir: str | os.PathLike) -> dict:
     """What the install's files say, as the `ts_install_info_json` object."""
-    from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
     from .install import snapshot
+    return install_info_for_snapshot(snapshot(check_model_dir(model_dir)))
+
+
+def install_info_for_snapshot(snap) -> dict:
+    """`install_info` of an install snapshot."""
+    from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
     from .resident_index import DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS
 
-    model_dir = check_model_dir(model_dir)
-    snap = snapshot(model_dir)
     index = snap.index
-    info: dict = {"modelDir": model_dir, "indexReadable": index is not None,
+    info: dict = {"modelDir": snap.model_dir, "indexReadable": index is not None,
                   "indexError": None if index is not None else str(snap.index_error),
                   "indexCheck": None if index is not None else snap.index_error.check}
     if index is None:
