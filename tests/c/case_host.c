@@ -23,74 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "turbospark_ffi.h"
-
-#ifdef TS_HOST_DLOPEN
-#include <dlfcn.h>
-#endif
-
-struct api {
-    uint32_t (*abi_version)(void);
-    int32_t (*build_info_json)(char **);
-    size_t (*last_error)(char *, size_t);
-    void (*string_free)(char *);
-    int32_t (*resolve_drafter)(const char *, const char *, char **);
-    int32_t (*draft_policies)(const char *, const char *, char **);
-    int32_t (*resolve_speculation)(const char *, char **);
-    int32_t (*speculation_plan)(const char *, const char *, char **);
-    int32_t (*install_info_json)(const char *, char **);
-};
-
-static struct api api;
-
-#ifdef TS_HOST_DLOPEN
-static int load(void *handle, const char *name, void *slot, size_t size) {
-    void *sym = dlsym(handle, name);
-    if (sym == NULL) {
-        printf("dlsym %s failed\n", name);
-        return -1;
-    }
-    /* ISO C has no object-to-function pointer conversion; POSIX guarantees
-     * the representation, so copy the bytes. */
-    memcpy(slot, &sym, size);
-    return 0;
-}
-
-static int load_api(const char *path) {
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        printf("dlopen failed: %s\n", dlerror());
-        return -1;
-    }
-#define LOAD(field, name) \
-    if (load(handle, name, &api.field, sizeof api.field) != 0) return -1
-    LOAD(abi_version, "ts_abi_version");
-    LOAD(build_info_json, "ts_build_info_json");
-    LOAD(last_error, "ts_last_error");
-    LOAD(string_free, "ts_string_free");
-    LOAD(resolve_drafter, "ts_resolve_drafter");
-    LOAD(draft_policies, "ts_draft_policies");
-    LOAD(resolve_speculation, "ts_resolve_speculation");
-    LOAD(speculation_plan, "ts_speculation_plan");
-    LOAD(install_info_json, "ts_install_info_json");
-#undef LOAD
-    return 0;
-}
-#else
-static int load_api(const char *path) {
-    (void)path;
-    api.abi_version = ts_abi_version;
-    api.build_info_json = ts_build_info_json;
-    api.last_error = ts_last_error;
-    api.string_free = ts_string_free;
-    api.resolve_drafter = ts_resolve_drafter;
-    api.draft_policies = ts_draft_policies;
-    api.resolve_speculation = ts_resolve_speculation;
-    api.speculation_plan = ts_speculation_plan;
-    api.install_info_json = ts_install_info_json;
-    return 0;
-}
-#endif
+#include "ts_api.h"
 
 static void print_escaped(const char *s, size_t n) {
     size_t i;
