@@ -17,7 +17,6 @@ _emit = None
 _set_error = None
 _handlers: dict = {}
 _STATUS: dict = {}
-_MAX_MEMO = 256  # derived answers kept per install snapshot
 
 
 def bind(ffi, lib) -> None:
@@ -82,20 +81,14 @@ def _model_dir(raw: bytes) -> str:
 
 def _memo(snap, key, compute):
     """Answers memoised on the install snapshot they were computed from, so
-    they live and die with it and can never outlive a change to the files."""
-    memo = snap._memo
-    hit = memo.get(key)
-    if hit is not None:
-        return hit
-    if len(memo) >= _MAX_MEMO:
-        memo.clear()
-    try:
-        value = compute()
-    except SpeculationRefused as exc:
-        value = (_lib.TS_ERR_REFUSED, str(exc))
-    if snap.trusted:
-        memo[key] = value
-    return value
+    they live and die with it and can never outlive a change to the files.
+    A refusal is an answer too, remembered as (status, message)."""
+    def outcome():
+        try:
+            return compute()
+        except SpeculationRefused as exc:
+            return (_lib.TS_ERR_REFUSED, str(exc))
+    return snap.memo(key, outcome)
 
 
 _I64 = 1 << 63

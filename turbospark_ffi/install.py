@@ -27,6 +27,7 @@ from .resident_index import ResidentIndex, load_resident_index
 __all__ = ["InstallSnapshot", "snapshot", "MAX_CACHED_INSTALLS", "RACY_WINDOW_NS"]
 
 MAX_CACHED_INSTALLS = 64
+MAX_MEMO = 256  # derived answers kept per snapshot
 RACY_WINDOW_NS = 100_000_000  # 100 ms: well above any coarse-clock tick
 
 
@@ -67,11 +68,18 @@ class InstallSnapshot:
             self.layout_error = exc
 
     def memo(self, key, compute):
+        """`compute()`, remembered under `key` for this snapshot's lifetime.
+        Bounded: a host varying its options endlessly (a temperature slider)
+        starts the memo afresh past MAX_MEMO answers."""
+        memo = self._memo
         try:
-            return self._memo[key]
+            return memo[key]
         except KeyError:
-            value = self._memo[key] = compute()
-            return value
+            pass
+        if len(memo) >= MAX_MEMO:
+            memo.clear()
+        value = memo[key] = compute()
+        return value
 
     def blocker_preview(self, drafter) -> str | None:
         """The engine's blocker as far as the files can tell (see blockers.py).

@@ -84,6 +84,13 @@ class Options(Value):
 DEFAULT_OPTIONS = Options()
 
 
+def refuse_empty_model_dir(model_dir: str | bytes) -> None:
+    """An empty path is refused rather than read as the current directory."""
+    if not model_dir:
+        raise InvalidArgument("model_dir is empty; accepts the path of an install directory "
+                              "(an empty path is not read as the current directory)")
+
+
 def decode_text(raw: bytes, what: str) -> str:
     """`raw` as UTF-8, or InvalidArgument naming `what` and the bad byte."""
     try:

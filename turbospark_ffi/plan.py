@@ -27,12 +27,11 @@ class PlanResult(Value):
 
 
 def check_model_dir(model_dir: str | os.PathLike) -> str:
+    from .options import refuse_empty_model_dir
     model_dir = os.fspath(model_dir)
     if not isinstance(model_dir, str):
         model_dir = os.fsdecode(model_dir)
-    if not model_dir:
-        raise InvalidArgument("model_dir is empty; accepts the path of an install directory "
-                              "(an empty path is not read as the current directory)")
+    refuse_empty_model_dir(model_dir)
     if "\x00" in model_dir:
         raise InvalidArgument("model_dir contains a NUL character; accepts a path")
     return model_dir
@@ -81,7 +80,8 @@ def install_info(model_dir: str | os.PathLike) -> dict:
 def install_info_for_snapshot(snap) -> dict:
     """`install_info` of an install snapshot."""
     from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
-    from .resident_index import DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS
+    from .resident_index import (DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS,
+                                 install_has_dflash, install_has_mtp_head)
 
     index = snap.index
     info: dict = {"modelDir": snap.model_dir, "indexReadable": index is not None,
@@ -92,9 +92,9 @@ def install_info_for_snapshot(snap) -> dict:
                     installHasMtpHead=None, installHasDflash=None, mtpHead=None,
                     dflashDrafter=None, probe=None)
     else:
-        def drafter_info(expected: tuple[str, ...], presence: str) -> dict:
+        def drafter_info(expected: tuple[str, ...], present: bool) -> dict:
             have = [name for name in expected if name in index]
-            return {"present": presence in index, "tensors": len(have),
+            return {"present": present, "tensors": len(have),
                     "expected": len(expected), "complete": len(have) == len(expected),
                     # Listed only for a partial drafter: for an absent one
                     # "all 81" says nothing `present: false` does not.
@@ -108,12 +108,12 @@ def install_info_for_snapshot(snap) -> dict:
             probe = {"layer": layer, "tensor": name, "present": dtype is not None,
                      "dtype": dtype, "dtypeName": DTYPE_NAMES.get(dtype),
                      "verifyCovers": dtype in VERIFY_PROBE_DTYPES}
+        has_mtp, has_dflash = install_has_mtp_head(index), install_has_dflash(index)
         info.update(entryCount=index.entry_count, indexBytes=index.index_size,
                     residentBytes=index.resident_size,
-                    installHasMtpHead=MTP_HEAD_TENSORS[0] in index,
-                    installHasDflash=DFLASH_TENSORS[0] in index,
-                    mtpHead=drafter_info(MTP_HEAD_TENSORS, MTP_HEAD_TENSORS[0]),
-                    dflashDrafter=drafter_info(DFLASH_TENSORS, DFLASH_TENSORS[0]),
+                    installHasMtpHead=has_mtp, installHasDflash=has_dflash,
+                    mtpHead=drafter_info(MTP_HEAD_TENSORS, has_mtp),
+                    dflashDrafter=drafter_info(DFLASH_TENSORS, has_dflash),
                     probe=probe)
     layout = snap.layout
     info["experts"] = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from ._value import Value
-from .errors import InvalidArgument, SpeculationRefused
+from .errors import SpeculationRefused
 
 __all__ = [
     "DEFAULT_SPECULATION_BLOCK",
@@ -274,13 +274,12 @@ def resolve_drafter(requested: SpeculativeDrafter,
     error here: this function picks a drafter, and `open` is entitled to be
     the one that refuses a broken install.
     """
-    from .resident_index import load_resident_index
     from .errors import ResidentIndexError
+    from .options import refuse_empty_model_dir
+    from .resident_index import load_resident_index
 
     model_dir = os.fspath(model_dir)
-    if model_dir in ("", b""):
-        raise InvalidArgument("model_dir is empty; accepts the path of an install directory "
-                              "(an empty path is not read as the current directory)")
+    refuse_empty_model_dir(model_dir)
     try:
         index = load_resident_index(os.path.join(model_dir, "model_weights.bin"))
     except ResidentIndexError:
