@@ -317,12 +317,27 @@ def test_unreadable_index_preview_is_the_readers_error(tmp_path):
     (b'{"numLayers": 1, "expertsPerLayer": -3, "layers": []}', "expertsPerLayer is -3"),
     (b'{"numLayers": 1, "expertsPerLayer": 2.0, "layers": []}', "expertsPerLayer is 2.0"),
     (b"[]", "not a JSON object"),
-])
+    # The engine's parser has no NaN; Python's would take it by default.
+    (b'{"numLayers": NaN, "expertsPerLayer": 0, "layers": []}', "NaN is not JSON"),
+    # Deep enough for the C scanner's recursion guard: refused, not a crash.
+    (b'{"numLayers": 0, "expertsPerLayer": 0, "x": ' + b"[" * 30_000 + b"]" * 30_000 + b"}",
+     "not valid JSON"),
+], ids=["not-json", "no-experts-key", "negative", "float", "array", "nan", "deep"])
 def test_unusable_layout_preview_is_the_layouts_error(tmp_path, layout, needle):
     d = write_install(tmp_path / "i", mtp=True)
     (d / "packed_experts" / "layout.json").write_bytes(layout)
     reason = snapshot(str(d)).blocker_preview(MTP)
     assert needle in reason and "layout.json" in reason
+
+
+@pytest.mark.parametrize("pad", [0, 100_000], ids=["fits-in-head", "past-the-head"])
+def test_layout_duplicate_scalar_last_one_wins_whatever_the_size(tmp_path, pad):
+    # The small file (parsed whole) and the large one (head only) must agree.
+    d = write_install(tmp_path / "i", mtp=True)
+    body = (b'{"expertsPerLayer": 7, "numLayers": 1, "expertsPerLayer": 0, "layers": ['
+            + b" " * pad + b"]}")
+    (d / "packed_experts" / "layout.json").write_bytes(body)
+    assert load_expert_layout(str(d)).experts_per_layer == 0
 
 
 def test_missing_layout_is_dense(tmp_path):

@@ -98,15 +98,17 @@ def _read_all(fd: int, size: int) -> str:
 
 
 def _all_scalars(text: str) -> dict:
-    """The whole layout, parsed: only for a layout whose scalars do not lead.
-    Plain `json.loads` builds dicts in C; the options parser's duplicate-aware
-    pairs would call back into Python for each of the ~40,000 objects of a
-    real MoE layout (seconds, measured)."""
-    import json
+    """The whole layout, parsed: for a small layout (it fits in the head), or
+    one whose scalars do not lead. Objects are dicts built in C; the options
+    parser's duplicate-aware pairs would call back into Python for each of
+    the ~40,000 objects of a real MoE layout (seconds, measured). Not the
+    `json` package: it imports `re` and `enum`, 7 ms of a cold start."""
+    from .errors import JsonArgumentError
+    from .wire import parse_json_document
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ExpertLayoutError(f"{LAYOUT_PATH} is not valid JSON: {exc}") from None
+        value = parse_json_document(text, LAYOUT_PATH)
+    except JsonArgumentError as exc:
+        raise ExpertLayoutError(str(exc)) from None
     if not isinstance(value, dict):
         raise ExpertLayoutError(f"{LAYOUT_PATH} is not a JSON object")
     return value

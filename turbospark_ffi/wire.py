@@ -17,7 +17,7 @@ import _json
 
 from .errors import JsonArgumentError
 
-__all__ = ["parse_json_object", "parse_json_value", "dumps", "show_value", "MAX_JSON_DEPTH",
+__all__ = ["parse_json_object", "parse_json_value", "parse_json_document", "dumps", "show_value", "MAX_JSON_DEPTH",
            "choice_to_dict", "policies_to_dict", "speculation_to_dict", "plan_to_dict",
            "choice_from_json"]
 
@@ -98,6 +98,38 @@ def parse_json_value(text: str, what: str):
         raise JsonArgumentError(f"{what} is not valid JSON: {_explain(text)}") from None
     finally:
         _Context.memo.clear()
+    return value
+
+
+class _DocumentContext(_Context):
+    # Objects as dicts built in C (the last of duplicate keys wins, as in
+    # `json.loads`): a 22 MB expert layout holds ~40,000 objects, and a
+    # Python hook per object costs seconds.
+    object_pairs_hook = None
+    memo: dict = {}
+
+
+_scan_document = _json.make_scanner(_DocumentContext)
+
+
+def parse_json_document(text: str, what: str):
+    """Parse a file's `text` as one JSON value, objects as plain dicts.
+
+    For documents rather than arguments: no depth pre-scan (it would walk a
+    22 MB layout character by character in Python); the C scanner's own
+    recursion guard answers a hostile nesting as RecursionError, which is
+    reported like any other parse failure. Raises `JsonArgumentError`
+    naming `what`.
+    """
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = _scan_document(text, start)
+        if text[end:].strip(_WHITESPACE):
+            raise ValueError("trailing data")
+    except Exception:  # any failure, RecursionError included: word it with `json`
+        raise JsonArgumentError(f"{what} is not valid JSON: {_explain(text)}") from None
+    finally:
+        _DocumentContext.memo.clear()
     return value
 
 
