@@ -20,7 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 HEADER = ROOT / "include" / "turbospark_ffi.h"
-C_SOURCE = ROOT / "src" / "ts_embed.c"
+# ts_embed.c: the runtime, the error slots and the warm cache; ts_index_scan.c:
+# the resident index's check 7 in one pass (resident_index.py's fast path).
+C_SOURCES = (ROOT / "src" / "ts_embed.c", ROOT / "src" / "ts_index_scan.c")
 PACKAGE = ROOT / "turbospark_ffi"
 MODULE_NAME = "_turbospark_ffi_embedded"
 RPATH_ORIGIN = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
@@ -41,6 +43,14 @@ static void _ts_cache_put(int32_t fn, const char *a, const char *b, const int64_
 static const char *_ts_library_path(void);
 static const char *_ts_package_parent(void);
 static int _ts_owns_interpreter(void);
+#define TS__SCAN_DECLINED 0
+#define TS__SCAN_OK 1
+#define TS__SCAN_JOINED_TOO_SMALL 2
+static uint64_t _ts_index_names_end(const char *table, uint64_t count,
+                                    uint64_t index_size, uint64_t table_end);
+static int _ts_index_scan(const char *region, uint64_t region_len, uint64_t count,
+                          uint64_t index_size, uint64_t resident_end, char *joined,
+                          uint64_t joined_cap, uint64_t *needed);
 extern "Python" int32_t _ts_py_call(int32_t fn, const char *a, const char *b, char **out);
 extern "Python" int32_t _ts_py_init_status(char *buf, size_t cap);
 """
@@ -196,7 +206,7 @@ def make_ffi():
     libdir = sysconfig.get_config_var("LIBDIR")
     ffi.set_source(
         MODULE_NAME,
-        build_defines() + C_SOURCE.read_text(),
+        build_defines() + "\n".join(source.read_text() for source in C_SOURCES),
         include_dirs=[str(HEADER.parent)],
         libraries=["dl", "pthread"],
         extra_compile_args=["-O2", "-Wall", "-Wno-unused-function", "-Wno-format-truncation"],

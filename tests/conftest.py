@@ -22,7 +22,8 @@ sys.path.insert(0, str(ROOT))
 HEADER = ROOT / "include" / "turbospark_ffi.h"
 LIBRARY = ROOT / "turbospark_ffi" / ("libturbospark_ffi.dylib" if sys.platform == "darwin"
                                      else "libturbospark_ffi.so")
-_SOURCES = [HEADER, ROOT / "src" / "ts_embed.c", ROOT / "ffi_build.py"]
+_SOURCES = [HEADER, ROOT / "src" / "ts_embed.c", ROOT / "src" / "ts_index_scan.c",
+            ROOT / "ffi_build.py"]
 
 
 def _library_is_stale() -> bool:
@@ -92,3 +93,72 @@ def make_install(tmp_path):
     def make(name: str | None = None, **kw) -> Path:
         return write_install(tmp_path / (name or f"install{next(counter)}"), **kw)
     return make
+
+
+# --------------------------------------------------------------------------
+# The library loaded into the pytest process (a Python host): one load per
+# session, shared by the ctypes ABI tests and the reader tests that run the
+# C pass (loading binds it into turbospark_ffi.resident_index).
+
+import ctypes  # noqa: E402
+import signal  # noqa: E402
+
+_GARBAGE = ctypes.c_char(b"G")   # what *out_json is pre-filled with: not NULL, not ours
+GARBAGE = ctypes.addressof(_GARBAGE)
+OUT = ctypes.POINTER(ctypes.c_void_p)
+
+
+def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    c = ctypes
+    lib.ts_abi_version.argtypes, lib.ts_abi_version.restype = [], c.c_uint32
+    lib.ts_build_info_json.argtypes, lib.ts_build_info_json.restype = [OUT], c.c_int32
+    lib.ts_last_error.argtypes = [c.POINTER(c.c_char), c.c_size_t]
+    lib.ts_last_error.restype = c.c_size_t
+    lib.ts_string_free.argtypes, lib.ts_string_free.restype = [c.c_void_p], None
+    for name in ("ts_resolve_drafter", "ts_draft_policies", "ts_speculation_plan"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [c.c_char_p, c.c_char_p, OUT], c.c_int32
+    lib.ts_resolve_speculation.argtypes = [c.c_char_p, OUT]
+    lib.ts_resolve_speculation.restype = c.c_int32
+    lib.ts_install_info_json.argtypes = [c.c_char_p, OUT]
+    lib.ts_install_info_json.restype = c.c_int32
+    return lib
+
+
+def _all_signal_handlers() -> dict:
+    out = {}
+    for sig in signal.valid_signals():
+        try:
+            out[sig] = signal.getsignal(sig)
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+class Loaded:
+    def __init__(self, lib, signals_before, signals_after, first_status):
+        self.lib = lib
+        self.signals_before = signals_before
+        self.signals_after = signals_after
+        self.first_status = first_status
+
+
+@pytest.fixture(scope="session")
+def loaded(library_path) -> Loaded:
+    """The first load in this process: the signal handlers are read before it."""
+    before = _all_signal_handlers()
+    lib = declare(ctypes.CDLL(str(library_path)))
+    out = ctypes.c_void_p()
+    first = lib.ts_build_info_json(ctypes.byref(out))
+    lib.ts_string_free(out)
+    return Loaded(lib, before, _all_signal_handlers(), first)
+
+
+
+
+@pytest.fixture(scope="session")
+def native_scan(loaded):
+    """The library's C pass of the reader, as the library bound it on start."""
+    import turbospark_ffi.resident_index as ri
+    assert ri._native is not None, "loading the library did not bind its C pass"
+    return ri._native

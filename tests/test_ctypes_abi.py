@@ -22,59 +22,9 @@ import pytest
 
 import abi_cases
 from abi_cases import CASES, PREVIOUS, Call, Case, Outcome
-from conftest import HEADER, LIBRARY
+from conftest import GARBAGE, HEADER, LIBRARY
 
 NAMES = {"build_info": "ts_build_info_json", "install_info": "ts_install_info_json"}
-_GARBAGE = ctypes.c_char(b"G")   # what *out_json is pre-filled with: not NULL, not ours
-GARBAGE = ctypes.addressof(_GARBAGE)
-OUT = ctypes.POINTER(ctypes.c_void_p)
-
-
-def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
-    c = ctypes
-    lib.ts_abi_version.argtypes, lib.ts_abi_version.restype = [], c.c_uint32
-    lib.ts_build_info_json.argtypes, lib.ts_build_info_json.restype = [OUT], c.c_int32
-    lib.ts_last_error.argtypes = [c.POINTER(c.c_char), c.c_size_t]
-    lib.ts_last_error.restype = c.c_size_t
-    lib.ts_string_free.argtypes, lib.ts_string_free.restype = [c.c_void_p], None
-    for name in ("ts_resolve_drafter", "ts_draft_policies", "ts_speculation_plan"):
-        fn = getattr(lib, name)
-        fn.argtypes, fn.restype = [c.c_char_p, c.c_char_p, OUT], c.c_int32
-    lib.ts_resolve_speculation.argtypes = [c.c_char_p, OUT]
-    lib.ts_resolve_speculation.restype = c.c_int32
-    lib.ts_install_info_json.argtypes = [c.c_char_p, OUT]
-    lib.ts_install_info_json.restype = c.c_int32
-    return lib
-
-
-def _all_signal_handlers() -> dict:
-    out = {}
-    for sig in signal.valid_signals():
-        try:
-            out[sig] = signal.getsignal(sig)
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-class Loaded:
-    def __init__(self, lib, signals_before, signals_after, first_status):
-        self.lib = lib
-        self.signals_before = signals_before
-        self.signals_after = signals_after
-        self.first_status = first_status
-
-
-@pytest.fixture(scope="session")
-def loaded(library_path) -> Loaded:
-    before = _all_signal_handlers()
-    lib = declare(ctypes.CDLL(str(library_path)))
-    out = ctypes.c_void_p()
-    first = lib.ts_build_info_json(ctypes.byref(out))
-    lib.ts_string_free(out)
-    return Loaded(lib, before, _all_signal_handlers(), first)
-
-
 @pytest.fixture(scope="session")
 def lib(loaded) -> ctypes.CDLL:
     return loaded.lib

@@ -26,6 +26,20 @@ from turbospark_ffi.resident_index import (ResidentIndex, install_has_dflash,
 CORRUPT = "resident index is corrupt: "
 
 
+@pytest.fixture(autouse=True, params=["python", "c"])
+def reader(request):
+    """Every test here runs against both readers: the Python passes alone and
+    the C pass the library binds in (ts_index_scan.c), which must accept
+    exactly what the Python passes accept and hand every refusal back to them."""
+    saved = ri._native
+    if request.param == "c":
+        ri.use_native_scan(*request.getfixturevalue("native_scan"))
+    else:
+        ri.use_native_scan(None, None)
+    yield request.param
+    ri._native = saved
+
+
 def load_bytes(tmp_path, data, name="model_weights.bin"):
     return load_resident_index(write_bytes(tmp_path / name, data))
 
@@ -648,3 +662,108 @@ def test_random_names_and_entry_faults_match_reference(fuzz_path, names, faults)
         if k < len(names):
             _bad(data, k, what)
     assert _verdict(fuzz_path, data) == reference_read(bytes(data))
+
+
+# --------------------------------------------------------------------------
+# The C pass against the Python passes, directly: same verdict, same names,
+# same lookups; and proof that the C pass is the one that answered.
+
+def _both_verdicts(path, data, native):
+    verdicts = []
+    for chosen in (None, native):
+        ri._native = chosen
+        verdicts.append(_verdict(path, data))
+    return verdicts
+
+
+def _read_by_c(index) -> bool:
+    # Only the C pass leaves the name -> slot dict unbuilt.
+    return index._slot_by_name is None
+
+
+def test_c_pass_answers_a_valid_ascii_index(tmp_path, native_scan):
+    path = write_bytes(tmp_path / "model_weights.bin", BASE)
+    ri.use_native_scan(*native_scan)
+    by_c = load_resident_index(path)
+    ri.use_native_scan(None, None)
+    by_python = load_resident_index(path)
+    # The fixture discriminates: the two paths are visibly different readers.
+    assert _read_by_c(by_c) and not _read_by_c(by_python)
+    assert by_c.names == by_python.names and by_c.bytes_read == by_python.bytes_read
+    for name in by_python.names + ("absent", "", "a\nb", by_python.names[0][:-1]):
+        assert (name in by_c) == (name in by_python)
+        assert by_c.dtype_of(name) == by_python.dtype_of(name)
+        assert by_c.entry(name) == by_python.entry(name)
+    for fragment in (b".", b"weight", b"", b"zz", b"\n"):
+        assert by_c.names_containing(fragment) == by_python.names_containing(fragment)
+
+
+def test_c_pass_lookups_past_the_search_budget_use_the_dict(tmp_path, native_scan):
+    names = [f"t.{k}.weight".encode() for k in range(40)]
+    path = write_bytes(tmp_path / "model_weights.bin", raw_index(names))
+    ri.use_native_scan(*native_scan)
+    index = load_resident_index(path)
+    assert _read_by_c(index)
+    # Every name found at its own slot, the first few by searching the joined
+    # names and the rest through the dict built when the budget ran out.
+    for k, name in enumerate(names):
+        assert index._slot(name) == k
+    assert index._slot_by_name is not None and len(index._slot_by_name) == 40
+    assert index._slot(b"t.40.weight") is None
+
+
+@pytest.mark.parametrize("names, why", [
+    ([b"caf\xc3\xa9", b"x"], "non-ASCII (canonicalised by Python)"),
+    ([b"a\nb", b"a"], "a name holding a newline"),
+])
+def test_c_pass_hands_unusual_names_back(tmp_path, native_scan, names, why):
+    path = write_bytes(tmp_path / "model_weights.bin", raw_index(names))
+    ri.use_native_scan(*native_scan)
+    index = load_resident_index(path)
+    assert not _read_by_c(index), why
+    assert index.name_bytes() == [n.decode("utf-8", "replace").encode() for n in names]
+
+
+def test_c_pass_asks_for_room_when_names_share_bytes(tmp_path, native_scan):
+    # Ten entries whose names are all slices of the same 12 bytes: valid and
+    # distinct, and joined they need more room than the bytes they lie in.
+    table = b"abcdefghijkl"
+    names = [table[k:] for k in range(10)]
+    data = raw_index(names)
+    table_end = HEADER + 10 * ENTRY
+    for k in range(10):
+        set_entry(data, k, "name_offset", table_end + k)
+    path = write_bytes(tmp_path / "model_weights.bin", data)
+    ri.use_native_scan(*native_scan)
+    by_c = load_resident_index(path)
+    assert _read_by_c(by_c)
+    # The fixture discriminates: the reader read only the 12 shared bytes past
+    # the table, and the first guess (those bytes plus one "\n" a name) is
+    # too small, so the C pass had to ask for more.
+    assert by_c.bytes_read == table_end + len(table)
+    assert sum(len(n) + 1 for n in names) > len(table) + len(names)
+    assert by_c.name_bytes() == names
+    ri.use_native_scan(None, None)
+    assert load_resident_index(path).name_bytes() == names
+
+
+ASCII_NAME = st.binary(max_size=6).map(lambda b: bytes(c % 128 for c in b))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(ASCII_NAME, min_size=1, max_size=8),
+       st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["name", "payload", "scale",
+                                                              "bias", "dup"])), max_size=3),
+       st.lists(MUTATION, max_size=2))
+def test_c_pass_and_python_passes_agree(fuzz_path, native_scan, names, faults, mutations):
+    """ASCII names (the ones the C pass does not hand back), faults in random
+    entries and random mutations: both readers give the same verdict."""
+    data = raw_index(names, planes={k: ((0, 4), (4, 4)) for k in range(len(names))})
+    for k, what in faults:
+        if k < len(names):
+            _bad(data, k, what)
+    for m in mutations:
+        _apply(data, m)
+    by_python, by_c = _both_verdicts(fuzz_path, data, native_scan)
+    assert by_c == by_python == reference_read(bytes(data))

@@ -39,6 +39,10 @@ def bind(ffi, lib) -> None:
         lib.TS__FN_SPECULATION_PLAN: _speculation_plan,
         lib.TS__FN_INSTALL_INFO: _install_info,
     })
+    # Every call but build info reads an index, so this import is paid
+    # anyway; with it the reader's check 7 runs in C (ts_index_scan.c).
+    from . import resident_index
+    resident_index.use_native_scan(ffi, lib)
 
 
 def _fail(status: int, message: str) -> int:

@@ -44,6 +44,7 @@ __all__ = [
     "IndexEntry",
     "ResidentIndex",
     "load_resident_index",
+    "use_native_scan",
     "install_has_mtp_head",
     "install_has_dflash",
 ]
@@ -117,14 +118,26 @@ class IndexEntry(Value):
 
 class ResidentIndex:
     """A validated resident index. Read-only; entries are decoded on demand,
-    because a 100,000-entry index is read far more often than it is listed."""
+    because a 100,000-entry index is read far more often than it is listed.
+
+    The names are held one of two ways, whichever the reader produced: as
+    `_joined`, every name followed by "\\n" behind one leading "\\n" (the C
+    pass's output; a plan asks three or four names, and searching 1.5 MB of
+    bytes for each is cheaper than building a 100,000-key dict), and as
+    `_slot_by_name`, built on the first call that needs many lookups.
+    """
 
     __slots__ = ("path", "index_size", "resident_size", "entry_count", "file_size",
-                 "_region", "_slot_by_name", "bytes_read")
+                 "_region", "_slot_by_name", "_joined", "_searches_left", "bytes_read")
+
+    # Lookups served by searching `_joined` before the dict is built: enough
+    # for a plan (two presence tests, the probe's dtype), not for install
+    # info's 96 names.
+    _SEARCHES_BEFORE_DICT = 6
 
     def __init__(self, path: str, index_size: int, resident_size: int, entry_count: int,
-                 file_size: int, region: bytes, slot_by_name: dict[bytes, int],
-                 bytes_read: int) -> None:
+                 file_size: int, region: bytes, slot_by_name: dict[bytes, int] | None,
+                 bytes_read: int, joined: bytes | None = None) -> None:
         self.path = path
         self.index_size = index_size
         self.resident_size = resident_size
@@ -134,12 +147,47 @@ class ResidentIndex:
         # Keys are the names' canonical UTF-8 (decoded leniently, as the
         # engine does, then re-encoded), values the entry's position.
         self._slot_by_name = slot_by_name
+        self._joined = joined
+        self._searches_left = self._SEARCHES_BEFORE_DICT
         self.bytes_read = bytes_read
+
+    def _slots(self) -> dict[bytes, int]:
+        slots = self._slot_by_name
+        if slots is None:
+            # Only a C-read index lacks the dict, and its names hold no "\n".
+            names = self._joined[1:-1].split(b"\n") if self.entry_count else []
+            slots = self._slot_by_name = dict(zip(names, range(self.entry_count)))
+        return slots
+
+    def _joined_names(self) -> bytes | None:
+        """The names as `_joined`, or None when some name holds a "\\n" itself
+        (a hostile index only): then lines are not names."""
+        joined = self._joined
+        if joined is None and self._slot_by_name is not None:
+            joined = b"\n" + b"".join(name + b"\n" for name in self._slot_by_name)
+            if joined.count(b"\n") != self.entry_count + 1:
+                return None
+            self._joined = joined
+        return joined
+
+    def _slot(self, key: bytes) -> int | None:
+        if self._slot_by_name is None and self._searches_left > 0:
+            self._searches_left -= 1
+            if b"\n" in key:
+                return None
+            joined = self._joined
+            at = joined.find(b"\n" + key + b"\n")
+            # Every "\n" before the match ends one earlier name (the first
+            # one is the leading "\n").
+            return None if at < 0 else joined.count(b"\n", 0, at)
+        return self._slots().get(key)
 
     def __contains__(self, name: object) -> bool:
         if isinstance(name, str):
             name = name.encode("utf-8", "surrogatepass")
-        return name in self._slot_by_name
+        if not isinstance(name, bytes):
+            return False
+        return self._slot(name) is not None
 
     def __len__(self) -> int:
         return self.entry_count
@@ -151,41 +199,40 @@ class ResidentIndex:
     @property
     def names(self) -> tuple[str, ...]:
         """Every tensor name, in entry order."""
-        return tuple(name.decode("utf-8") for name in self._slot_by_name)
+        return tuple(name.decode("utf-8") for name in self._slots())
 
     def name_bytes(self) -> list[bytes]:
         """The canonical UTF-8 of every name, in entry order (no decoding cost)."""
-        return list(self._slot_by_name)
+        return list(self._slots())
 
     def names_containing(self, fragment: bytes) -> list[bytes]:
-        """Every name (canonical UTF-8) that contains `fragment`, found by
-        searching the string table rather than iterating 100,000 names."""
-        blob = b"\n".join(self._slot_by_name) + b"\n"
-        if blob.count(b"\n") != len(self._slot_by_name):
-            # Some name holds a newline itself: lines are not names, so ask
-            # each name (a hostile index only; no real name has one).
-            return [name for name in self._slot_by_name if fragment in name]
+        """Every name (canonical UTF-8) that contains `fragment`, in entry
+        order, found by searching the string table rather than iterating
+        100,000 names."""
+        blob = self._joined_names()
+        if blob is None or b"\n" in fragment:
+            return [name for name in self._slots() if fragment in name]
         found = []
-        at = blob.find(fragment)
+        at = blob.find(fragment, 1)
         while at >= 0:
             start = blob.rfind(b"\n", 0, at) + 1
             end = blob.find(b"\n", at)
-            if end < 0:
+            if end < 0:  # an empty fragment matches after the last "\n" too
                 break
             found.append(blob[start:end])
-            at = blob.find(fragment, end)
+            at = blob.find(fragment, end + 1)
         return found
 
     def entry(self, name: str) -> IndexEntry | None:
         """The entry named `name`, or None when the index has none."""
-        slot = self._slot_by_name.get(name.encode("utf-8", "surrogatepass"))
+        slot = self._slot(name.encode("utf-8", "surrogatepass"))
         if slot is None:
             return None
         return _decode_entry(self._region, slot, name)
 
     def dtype_of(self, name: str) -> int | None:
         """The dtype tag of the tensor named `name` (cheaper than `entry`)."""
-        slot = self._slot_by_name.get(name.encode("utf-8", "surrogatepass"))
+        slot = self._slot(name.encode("utf-8", "surrogatepass"))
         if slot is None:
             return None
         return self._region[HEADER_SIZE + slot * ENTRY_SIZE + 6]
@@ -323,13 +370,15 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
         raise ResidentIndexError(
             f"{_CORRUPT}read {HEADER_SIZE + len(table)} of the entry table's {table_end} "
             "bytes (the file shrank while it was read?)", check="short_read")
-    name_offsets, name_ends = _name_ranges(table, entry_count)
+    native = _native
     # Only the names are read past the table; names that point outside the
     # index region are check 7's business and are not read at all.
-    names_end = max(name_ends, default=table_end)
-    if names_end > index_size:  # some name is out of range: check 7 will say which
+    if native is not None:
+        names_end = native[1]._ts_index_names_end(table, entry_count, index_size, table_end)
+    else:
+        name_offsets, name_ends = _name_ranges(table, entry_count)
         names_end = max((end for end in name_ends if end <= index_size), default=table_end)
-    names_end = max(names_end, table_end)
+        names_end = max(names_end, table_end)
     tail = b""
     if names_end > table_end:
         tail = _pread_full(fd, names_end - table_end, table_end)
@@ -339,10 +388,55 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
                 "region that hold names (the file shrank while it was read?)",
                 check="short_read")
     region = header + table + tail
+    if native is not None:
+        joined = _native_check(native, region, entry_count, index_size, resident_end,
+                               names_end - table_end)
+        if joined is not None:
+            return ResidentIndex(path, index_size, resident_size, entry_count, file_size,
+                                 region, None, len(region), joined)
+        name_offsets, name_ends = _name_ranges(table, entry_count)
     slot_by_name = _validated_names(region, table, entry_count, index_size, resident_end,
                                     name_offsets, name_ends)
     return ResidentIndex(path, index_size, resident_size, entry_count, file_size, region,
                          slot_by_name, len(region))
+
+
+# (ffi, lib) of the loaded libturbospark_ffi, whose C pass does check 7 for
+# an index that passes it (ts_index_scan.c); None: the Python passes alone.
+_native = None
+
+
+def use_native_scan(ffi, lib) -> None:
+    """Let the reader use the library's C pass (`_abi.bind` calls this when
+    the library starts); `use_native_scan(None, None)` goes back to Python.
+
+    Both paths accept exactly the same indexes and name the same first
+    failure: the C pass only ever accepts, and hands everything else, with
+    every non-ASCII name, back to the Python passes (tests compare them)."""
+    global _native
+    _native = None if lib is None else (ffi, lib)
+
+
+def _native_check(native, region: bytes, count: int, index_size: int, resident_end: int,
+                  string_table_bytes: int) -> bytes | None:
+    """The names as ResidentIndex._joined, or None: let the Python passes
+    decide (and word the failure)."""
+    ffi, lib = native
+    # Distinct names inside the string table fit in it, plus one "\n" each;
+    # names sharing bytes or lying in the entry table may need more: asked for.
+    capacity = string_table_bytes + count
+    needed = ffi.new("uint64_t *")
+    for _attempt in range(2):
+        joined = ffi.new("char[]", capacity + 1)
+        verdict = lib._ts_index_scan(region, len(region), count, index_size, resident_end,
+                                     joined + 1, capacity, needed)
+        if verdict == lib.TS__SCAN_OK:
+            joined[0] = b"\n"
+            return ffi.buffer(joined, needed[0] + 1)[:]
+        if verdict != lib.TS__SCAN_JOINED_TOO_SMALL:
+            return None
+        capacity = needed[0]
+    return None  # pragma: no cover - the second attempt has the room it asked for
 
 
 def _name_ranges(table: bytes, count: int) -> tuple[list[int], list[int]]:
