@@ -48,9 +48,9 @@ static int _ts_owns_interpreter(void);
 #define TS__SCAN_JOINED_TOO_SMALL 2
 static uint64_t _ts_index_names_end(const char *table, uint64_t count,
                                     uint64_t index_size, uint64_t table_end);
-static int _ts_index_scan(const char *region, uint64_t region_len, uint64_t count,
-                          uint64_t index_size, uint64_t resident_end, char *joined,
-                          uint64_t joined_cap, uint64_t *needed);
+static int _ts_index_scan(const char *head, const char *tail, uint64_t tail_len,
+                          uint64_t count, uint64_t index_size, uint64_t resident_end,
+                          char *joined, uint64_t joined_cap, uint64_t *needed);
 extern "Python" int32_t _ts_py_call(int32_t fn, const char *a, const char *b, char **out);
 extern "Python" int32_t _ts_py_init_status(char *buf, size_t cap);
 """

@@ -767,3 +767,26 @@ def test_c_pass_and_python_passes_agree(fuzz_path, native_scan, names, faults, m
         _apply(data, m)
     by_python, by_c = _both_verdicts(fuzz_path, data, native_scan)
     assert by_c == by_python == reference_read(bytes(data))
+
+
+@pytest.mark.parametrize("where, by_c", [
+    ("in the entry table", True),      # the C pass reads it from the header + table
+    ("straddling the table's end", False),  # handed back to the Python passes
+])
+def test_names_inside_the_index_region_but_not_the_string_table(tmp_path, native_scan,
+                                                                 where, by_c):
+    data = raw_index([b"alpha", b"beta"])
+    table_end = HEADER + 2 * ENTRY
+    # Entry 1 is renamed to two bytes of entry 0 (its dtype 1 and reserved 0:
+    # ASCII) or to the last two bytes of the table plus the first two names'.
+    offset, length = (HEADER + 6, 2) if by_c else (table_end - 2, 4)
+    set_entry(data, 1, "name_offset", offset)
+    set_entry(data, 1, "name_length", length)
+    expected = [b"alpha", bytes(data[offset:offset + length])]
+    path = write_bytes(tmp_path / "model_weights.bin", data)
+    ri.use_native_scan(*native_scan)
+    index = load_resident_index(path)
+    assert _read_by_c(index) is by_c, where
+    assert index.name_bytes() == expected
+    ri.use_native_scan(None, None)
+    assert load_resident_index(path).name_bytes() == expected

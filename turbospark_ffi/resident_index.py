@@ -387,14 +387,15 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
                 f"{_CORRUPT}read {table_end + len(tail)} of the {names_end} bytes of the index "
                 "region that hold names (the file shrank while it was read?)",
                 check="short_read")
-    region = header + table + tail
+    head = header + table
     if native is not None:
-        joined = _native_check(native, region, entry_count, index_size, resident_end,
-                               names_end - table_end)
+        joined = _native_check(native, head, tail, entry_count, index_size, resident_end)
         if joined is not None:
+            # The names live in `joined`; entries are decoded from `head`.
             return ResidentIndex(path, index_size, resident_size, entry_count, file_size,
-                                 region, None, len(region), joined)
+                                 head, None, len(head) + len(tail), joined)
         name_offsets, name_ends = _name_ranges(table, entry_count)
+    region = head + tail
     slot_by_name = _validated_names(region, table, entry_count, index_size, resident_end,
                                     name_offsets, name_ends)
     return ResidentIndex(path, index_size, resident_size, entry_count, file_size, region,
@@ -417,18 +418,18 @@ def use_native_scan(ffi, lib) -> None:
     _native = None if lib is None else (ffi, lib)
 
 
-def _native_check(native, region: bytes, count: int, index_size: int, resident_end: int,
-                  string_table_bytes: int) -> bytes | None:
+def _native_check(native, head: bytes, tail: bytes, count: int, index_size: int,
+                  resident_end: int) -> bytes | None:
     """The names as ResidentIndex._joined, or None: let the Python passes
     decide (and word the failure)."""
     ffi, lib = native
     # Distinct names inside the string table fit in it, plus one "\n" each;
     # names sharing bytes or lying in the entry table may need more: asked for.
-    capacity = string_table_bytes + count
+    capacity = len(tail) + count
     needed = ffi.new("uint64_t *")
     for _attempt in range(2):
         joined = ffi.new("char[]", capacity + 1)
-        verdict = lib._ts_index_scan(region, len(region), count, index_size, resident_end,
+        verdict = lib._ts_index_scan(head, tail, len(tail), count, index_size, resident_end,
                                      joined + 1, capacity, needed)
         if verdict == lib.TS__SCAN_OK:
             joined[0] = b"\n"
