@@ -15,8 +15,8 @@ Three views, each the median of --reps repetitions (min..max):
 2. first plan of an unseen install, at 866 and 100,000 entries and for the
    real-size MoE layout: install.snapshot split into load_resident_index and
    load_expert_layout, then the blocker preview, the policy, wire.dumps.
-3. a warm call: the pieces _abi._speculation_plan runs on an unchanged
-   install (decode and check model_dir, two stat() calls, the memo lookup).
+3. a warm call (the library loaded in process, as a Python host loads it):
+   the pieces _abi._speculation_plan runs on an unchanged install (decode and check model_dir, two stat() calls, the memo lookup).
 4. threads: bench/out/bin/ts_host (built by bench/run.py) with 1 and 8 host
    threads, free to use every core and pinned to one CPU, with the voluntary
    context switches per call: how much of a multi-thread loss is the GIL
@@ -212,14 +212,39 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
                              reps)
             s_dict = timed(lambda: dict(zip(map(region.__getitem__, map(slice, offs, ends)),
                                             range(count))), reps)
+            s_native = None
+            if ri._native is not None:
+                s_native = timed(lambda: ri._native_check(ri._native, header + table, tail,
+                                                          count, index_size,
+                                                          index_size + resident), reps)
         finally:
             os.close(fd)
         print(f"       inside load_resident_index ({count} entries, file {size} bytes):")
         print(f"         pread of the entry table                {stat_line(s_read)}")
+        if s_native is not None:
+            print(f"         C pass (what the library runs)          {stat_line(s_native)}")
+            print("         the Python passes (the fallback, and what a refusal runs):")
         print(f"         _name_ranges (memoryview casts)         {stat_line(s_ranges)}")
         print(f"         _all_ranges_valid                       {stat_line(s_valid)}")
         print(f"         _validated_names (incl. the above)      {stat_line(s_names2)}")
         print(f"           of which the name->slot dict alone    {stat_line(s_dict)}")
+
+
+def load_library() -> None:
+    """Load the built library into this process, as a Python host would: its
+    start binds _abi (which the warm pieces call) and the reader's C pass (so
+    views 2 and 3 time what the library runs, not the pure-Python fallback)."""
+    import ctypes
+    name = "libturbospark_ffi.dylib" if sys.platform == "darwin" else "libturbospark_ffi.so"
+    lib = ctypes.CDLL(str(ROOT / "turbospark_ffi" / name))
+    lib.ts_build_info_json.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    lib.ts_string_free.argtypes = [ctypes.c_void_p]
+    out = ctypes.c_void_p()
+    if lib.ts_build_info_json(ctypes.byref(out)) != 0:
+        sys.exit("profile_plan: the library did not start (run bench/run.py or ffi_build.py)")
+    lib.ts_string_free(out)
+    import turbospark_ffi.resident_index as ri
+    print(f"   (library loaded in process; reader's C pass bound: {ri._native is not None})")
 
 
 def warm(model_dir: Path, reps: int) -> None:
@@ -311,6 +336,7 @@ def main() -> int:
         (moe / "packed_experts" / "layout.json").write_bytes(run.real_size_layout())
         time.sleep(0.3)
     cold(d866, args.reps)
+    load_library()
     first_plan(d866, args.reps, "866 entries")
     first_plan(big, max(3, args.reps // 2), "100,000 entries")
     first_plan(moe, args.reps, "MoE, real-size layout")
