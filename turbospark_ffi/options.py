@@ -24,7 +24,6 @@ what it accepts.
 
 from __future__ import annotations
 
-import math
 
 from ._value import Value
 from .errors import InvalidArgument
@@ -170,6 +169,9 @@ def _drafter(value: object) -> SpeculativeDrafter:
     raise InvalidArgument(f"speculativeDrafter: got {_show(value)}; accepts {_DRAFTER_ACCEPTS}")
 
 
+_INFINITY = float("inf")
+
+
 def _temperature(value: object) -> float | None:
     if value is None:
         return None
@@ -177,8 +179,9 @@ def _temperature(value: object) -> float | None:
         try:
             number = float(value)
         except OverflowError:
-            number = math.inf
-        if math.isfinite(number) and number >= 0:
+            number = _INFINITY
+        # NaN fails both comparisons. (No `math` import: 0.4 ms of cold start.)
+        if 0 <= number < _INFINITY:
             return number
     raise InvalidArgument(f"temperature: got {_show(value)}; accepts {_TEMPERATURE_ACCEPTS}")
 

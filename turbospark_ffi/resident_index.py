@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import sys
 from itertools import compress
-from operator import add
 
 from ._value import Value
 from .errors import ResidentIndexError
@@ -450,7 +449,7 @@ def _name_ranges(table: bytes, count: int) -> tuple[list[int], list[int]]:
                    for k in range(count)]
         lengths = [int.from_bytes(table[k * ENTRY_SIZE + 4:k * ENTRY_SIZE + 6], "little")
                    for k in range(count)]
-    return offsets, list(map(add, offsets, lengths))
+    return offsets, list(map(int.__add__, offsets, lengths))
 
 
 def _validated_names(region: bytes, table: bytes, count: int, index_size: int,
@@ -498,7 +497,7 @@ def _all_ranges_valid(table: bytes, index_size: int, resident_end: int,
             if not offsets:
                 continue
             sizes = list(filter(None, sizes))
-        if min(offsets) < index_size or max(map(add, offsets, sizes)) > resident_end:
+        if min(offsets) < index_size or max(map(int.__add__, offsets, sizes)) > resident_end:
             return False
     return True
 
