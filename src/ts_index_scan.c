@@ -104,8 +104,9 @@ static const unsigned char *ts__name_bytes(const unsigned char *head, uint64_t t
 }
 
 /* Check 7 for every entry of the index whose header and entry table are
- * `head` and whose bytes after the table, as far as names reach, are `tail`. On TS__SCAN_OK every name is written to `joined`
- * in entry order, each followed by '\n', and *needed is the length written.
+ * `head` and whose bytes after the table, as far as names reach, are `tail`.
+ * On TS__SCAN_OK every name is written to `joined` in entry order, each
+ * followed by '\n', and *needed is the length written.
  * On TS__SCAN_JOINED_TOO_SMALL the index is valid but the names need *needed
  * bytes: call again with that much. TS__SCAN_DECLINED: see the file comment. */
 static int _ts_index_scan(const char *head_chars, const char *tail_chars, uint64_t tail_len,

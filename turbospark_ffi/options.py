@@ -24,7 +24,6 @@ what it accepts.
 
 from __future__ import annotations
 
-
 from ._value import Value
 from .errors import InvalidArgument
 from .policy import ALLOWED_SPECULATION_BLOCKS_TEXT, Speculation, SpeculativeDrafter

@@ -121,8 +121,9 @@ class ResidentIndex:
 
     The names are held one of two ways, whichever the reader produced: as
     `_joined`, every name followed by "\\n" behind one leading "\\n" (the C
-    pass's output; a plan asks three or four names, and searching 1.5 MB of
-    bytes for each is cheaper than building a 100,000-key dict), and as
+    pass's output; a plan asks three or four names, and searching the 4 MB
+    of a 100,000-entry index's names for each is cheaper than building a
+    100,000-key dict), and as
     `_slot_by_name`, built on the first call that needs many lookups.
     """
 
