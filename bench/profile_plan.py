@@ -16,7 +16,8 @@ Three views, each the median of --reps repetitions (min..max):
    real-size MoE layout: install.snapshot split into load_resident_index and
    load_expert_layout, then the blocker preview, the policy, wire.dumps.
 3. a warm call (the library loaded in process, as a Python host loads it):
-   the pieces _abi._speculation_plan runs on an unchanged install (decode and check model_dir, two stat() calls, the memo lookup).
+   the pieces _abi._speculation_plan runs on an unchanged install (decode
+   and check model_dir, two stat() calls, the memo lookup).
 4. threads: bench/out/bin/ts_host (built by bench/run.py) with 1 and 8 host
    threads, free to use every core and pinned to one CPU, with the voluntary
    context switches per call: how much of a multi-thread loss is the GIL

@@ -17,9 +17,9 @@ import _json
 
 from .errors import JsonArgumentError
 
-__all__ = ["parse_json_object", "parse_json_value", "parse_json_document", "dumps", "show_value", "MAX_JSON_DEPTH",
-           "choice_to_dict", "policies_to_dict", "speculation_to_dict", "plan_to_dict",
-           "choice_from_json"]
+__all__ = ["parse_json_object", "parse_json_value", "parse_json_document", "dumps", "show_value",
+           "MAX_JSON_DEPTH", "choice_to_dict", "policies_to_dict", "speculation_to_dict",
+           "plan_to_dict", "choice_from_json"]
 
 # A GUI's options object is flat; 64 leaves room for anything a host nests in
 # its open-options while refusing the 100,000-deep input that would otherwise
@@ -89,15 +89,21 @@ def parse_json_value(text: str, what: str):
     if too_deep is not None:
         raise JsonArgumentError(
             f"{what} nests {too_deep} levels deep; accepts at most {MAX_JSON_DEPTH}")
+    return _scan_whole(_scan_once, _Context, text, what)
+
+
+def _scan_whole(scan, context: type, text: str, what: str):
+    """`text` as exactly one JSON value (surrounding whitespace allowed),
+    scanned by `scan`, the C scanner made from `context`."""
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
-        value, end = _scan_once(text, start)
+        value, end = scan(text, start)
         if text[end:].strip(_WHITESPACE):
             raise ValueError("trailing data")
-    except Exception:  # any failure: reparse with `json` for an exact message
+    except Exception:  # any failure, RecursionError too: reparse with `json` for an exact message
         raise JsonArgumentError(f"{what} is not valid JSON: {_explain(text)}") from None
     finally:
-        _Context.memo.clear()
+        context.memo.clear()
     return value
 
 
@@ -121,16 +127,7 @@ def parse_json_document(text: str, what: str):
     reported like any other parse failure. Raises `JsonArgumentError`
     naming `what`.
     """
-    start = len(text) - len(text.lstrip(_WHITESPACE))
-    try:
-        value, end = _scan_document(text, start)
-        if text[end:].strip(_WHITESPACE):
-            raise ValueError("trailing data")
-    except Exception:  # any failure, RecursionError included: word it with `json`
-        raise JsonArgumentError(f"{what} is not valid JSON: {_explain(text)}") from None
-    finally:
-        _DocumentContext.memo.clear()
-    return value
+    return _scan_whole(_scan_document, _DocumentContext, text, what)
 
 
 def parse_json_object(text: str, what: str) -> list[tuple[str, object]]:
