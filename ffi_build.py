@@ -1,4 +1,4 @@
-"""Build libturbospark_ffi: include/turbospark_ffi.h + src/ts_embed.c + the
+"""Build libturbospark_ffi: include/turbospark_ffi.h + src/*.c + the
 Python package, through cffi's embedding mode.
 
     python ffi_build.py            # builds turbospark_ffi/libturbospark_ffi.so in place
@@ -23,6 +23,9 @@ HEADER = ROOT / "include" / "turbospark_ffi.h"
 # ts_embed.c: the runtime, the error slots and the warm cache; ts_index_scan.c:
 # the resident index's check 7 in one pass (resident_index.py's fast path).
 C_SOURCES = (ROOT / "src" / "ts_embed.c", ROOT / "src" / "ts_index_scan.c")
+# What the built library is made of: a library older than any of these is
+# stale (tests/conftest.py, bench/run.py and swift/run-tests.sh ask this).
+LIBRARY_INPUTS = (HEADER, *C_SOURCES, ROOT / "ffi_build.py")
 PACKAGE = ROOT / "turbospark_ffi"
 MODULE_NAME = "_turbospark_ffi_embedded"
 RPATH_ORIGIN = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
@@ -250,4 +253,7 @@ def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool
 
 
 if __name__ == "__main__":
-    print(build(verbose="-v" in sys.argv))
+    if sys.argv[1:] == ["--inputs"]:  # for shell scripts: one path a line
+        print("\n".join(map(str, LIBRARY_INPUTS)))
+    else:
+        print(build(verbose="-v" in sys.argv))

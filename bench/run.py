@@ -47,8 +47,6 @@ HEADER_DIR = ROOT / "include"
 PACKAGE = ROOT / "turbospark_ffi"
 LIBRARY = PACKAGE / ("libturbospark_ffi.dylib" if sys.platform == "darwin"
                      else "libturbospark_ffi.so")
-LIB_SOURCES = [HEADER_DIR / "turbospark_ffi.h", ROOT / "src" / "ts_embed.c",
-               ROOT / "ffi_build.py"]
 OPTIONS = '{"speculativeDrafter":"auto","speculation":"auto"}'
 
 sys.path.insert(0, str(ROOT))
@@ -112,13 +110,14 @@ def run_checked(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 def build_all(notes: list[str]) -> dict:
     BIN.mkdir(parents=True, exist_ok=True)
+    import ffi_build
     if not LIBRARY.exists():
         log(f"{LIBRARY.name} missing: building it with ffi_build.build()")
-        import ffi_build
         ffi_build.build(tmpdir=OUT / "build" / "cffi")
     else:
         built = LIBRARY.stat().st_mtime
-        stale = [str(p.relative_to(ROOT)) for p in LIB_SOURCES if p.stat().st_mtime > built]
+        stale = [str(p.relative_to(ROOT)) for p in ffi_build.LIBRARY_INPUTS
+                 if p.stat().st_mtime > built]
         if stale:
             note = (f"{LIBRARY.name} is older than {', '.join(stale)}; measured as built "
                     "(run `python3 ffi_build.py` to measure the sources)")

@@ -35,9 +35,11 @@ needs_build=0
 if [ ! -f "$LIB" ] || [ ! -f "$HEADER_COPY" ]; then
     needs_build=1
 else
-    for src in "$ROOT/include/turbospark_ffi.h" "$ROOT/src/ts_embed.c" "$ROOT/ffi_build.py"; do
+    # The inputs as ffi_build.py lists them (one list for every staleness check).
+    inputs=$(cd "$ROOT" && "$PYTHON" ffi_build.py --inputs) || fail "ffi_build.py --inputs failed"
+    while IFS= read -r src; do
         if [ "$src" -nt "$LIB" ]; then needs_build=1; fi
-    done
+    done <<< "$inputs"
 fi
 if [ "$needs_build" = 1 ]; then
     echo "swift/run-tests.sh: building the library: (cd $ROOT && $PYTHON ffi_build.py)"

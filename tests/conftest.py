@@ -8,8 +8,10 @@ exercise the code beside them.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,15 +24,14 @@ sys.path.insert(0, str(ROOT))
 HEADER = ROOT / "include" / "turbospark_ffi.h"
 LIBRARY = ROOT / "turbospark_ffi" / ("libturbospark_ffi.dylib" if sys.platform == "darwin"
                                      else "libturbospark_ffi.so")
-_SOURCES = [HEADER, ROOT / "src" / "ts_embed.c", ROOT / "src" / "ts_index_scan.c",
-            ROOT / "ffi_build.py"]
 
 
 def _library_is_stale() -> bool:
     if not LIBRARY.exists():
         return True
     built = LIBRARY.stat().st_mtime
-    return any(src.stat().st_mtime > built for src in _SOURCES)
+    import ffi_build
+    return any(src.stat().st_mtime > built for src in ffi_build.LIBRARY_INPUTS)
 
 
 def pytest_configure(config):
@@ -100,9 +101,6 @@ def make_install(tmp_path):
 # session, shared by the ctypes ABI tests and the reader tests that run the
 # C pass (loading binds it into turbospark_ffi.resident_index).
 
-import ctypes  # noqa: E402
-import signal  # noqa: E402
-
 _GARBAGE = ctypes.c_char(b"G")   # what *out_json is pre-filled with: not NULL, not ours
 GARBAGE = ctypes.addressof(_GARBAGE)
 OUT = ctypes.POINTER(ctypes.c_void_p)
@@ -152,8 +150,6 @@ def loaded(library_path) -> Loaded:
     first = lib.ts_build_info_json(ctypes.byref(out))
     lib.ts_string_free(out)
     return Loaded(lib, before, _all_signal_handlers(), first)
-
-
 
 
 @pytest.fixture(scope="session")
