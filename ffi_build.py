@@ -20,9 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 HEADER = ROOT / "include" / "turbospark_ffi.h"
-# ts_embed.c: the runtime, the error slots and the warm cache; ts_index_scan.c:
+# tsffi_embed.c: the runtime, the error slots and the warm cache; tsffi_index_scan.c:
 # the resident index's check 7 in one pass (resident_index.py's fast path).
-C_SOURCES = (ROOT / "src" / "ts_embed.c", ROOT / "src" / "ts_index_scan.c")
+C_SOURCES = (ROOT / "src" / "tsffi_embed.c", ROOT / "src" / "tsffi_index_scan.c")
 # What the built library is made of: a library older than any of these is
 # stale (tests/conftest.py, bench/run.py and swift/run-tests.sh ask this).
 LIBRARY_INPUTS = (HEADER, *C_SOURCES, ROOT / "ffi_build.py")
@@ -33,38 +33,38 @@ RPATH_ORIGIN = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
 # Declarations only the build and the init code share: the Python side of
 # the dispatcher. Not public, so not in the header.
 INTERNAL_CDEF = """
-#define TS__FN_BUILD_INFO 0
-#define TS__FN_RESOLVE_DRAFTER 1
-#define TS__FN_DRAFT_POLICIES 2
-#define TS__FN_RESOLVE_SPECULATION 3
-#define TS__FN_SPECULATION_PLAN 4
-#define TS__FN_INSTALL_INFO 5
-static void _ts_set_error(const char *msg, size_t n);
-static int32_t _ts_emit(char **out, const char *data, size_t n);
-static void _ts_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
+#define TSFFI__FN_BUILD_INFO 0
+#define TSFFI__FN_RESOLVE_DRAFTER 1
+#define TSFFI__FN_DRAFT_POLICIES 2
+#define TSFFI__FN_RESOLVE_SPECULATION 3
+#define TSFFI__FN_SPECULATION_PLAN 4
+#define TSFFI__FN_INSTALL_INFO 5
+static void tsffi_set_error(const char *msg, size_t n);
+static int32_t tsffi_emit(char **out, const char *data, size_t n);
+static void tsffi_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
                           const char *result, size_t len);
-static const char *_ts_library_path(void);
-static const char *_ts_package_parent(void);
-static int _ts_owns_interpreter(void);
-#define TS__SCAN_DECLINED 0
-#define TS__SCAN_OK 1
-#define TS__SCAN_JOINED_TOO_SMALL 2
-static uint64_t _ts_index_names_end(const char *table, uint64_t count,
+static const char *tsffi_get_library_path(void);
+static const char *tsffi_get_package_parent(void);
+static int tsffi_get_owns_interpreter(void);
+#define TSFFI__SCAN_DECLINED 0
+#define TSFFI__SCAN_OK 1
+#define TSFFI__SCAN_JOINED_TOO_SMALL 2
+static uint64_t tsffi_index_names_end(const char *table, uint64_t count,
                                     uint64_t index_size, uint64_t table_end);
-static int _ts_index_scan(const char *head, const char *tail, uint64_t tail_len,
+static int tsffi_index_scan(const char *head, const char *tail, uint64_t tail_len,
                           uint64_t count, uint64_t index_size, uint64_t resident_end,
                           char *joined, uint64_t joined_cap, uint64_t *needed);
-extern "Python" int32_t _ts_py_call(int32_t fn, const char *a, const char *b, char **out);
-extern "Python" int32_t _ts_py_init_status(char *buf, size_t cap);
+extern "Python" int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, char **out);
+extern "Python" int32_t tsffi_py_init_status(char *buf, size_t cap);
 """
 
 # The init code runs inside cffi's start-up. It must not raise: cffi would
 # print the traceback to the host's stderr and every call would return 0
-# (TS_OK) from then on. So it attaches the two entry points FIRST, then tries
+# (TSFFI_OK) from then on. So it attaches the two entry points FIRST, then tries
 # to import the package, and keeps any failure as a message that every call
-# returns as TS_ERR_RUNTIME.
+# returns as TSFFI_ERR_RUNTIME.
 INIT_CODE = r'''
-def _ts_boot():
+def _tsffi_boot():
     import sys
     from _turbospark_ffi_embedded import ffi, lib
     state = {"abi": None, "error": "the turbospark_ffi package was not imported"}
@@ -73,32 +73,32 @@ def _ts_boot():
         try:
             text = "internal error: %s: %s" % (exc_type.__name__, exc_value)
             data = text.encode("utf-8", "backslashreplace")
-            lib._ts_set_error(data, len(data))
+            lib.tsffi_set_error(data, len(data))
         except BaseException:
             pass
         return None
 
-    @ffi.def_extern(error=lib.TS_ERR_INTERNAL, onerror=on_error)
-    def _ts_py_call(fn, a, b, out):
+    @ffi.def_extern(error=lib.TSFFI_ERR_INTERNAL, onerror=on_error)
+    def tsffi_py_call(fn, a, b, out):
         abi = state["abi"]
         if abi is None:
             data = state["error"].encode("utf-8", "backslashreplace")
-            lib._ts_set_error(data, len(data))
-            return lib.TS_ERR_RUNTIME
+            lib.tsffi_set_error(data, len(data))
+            return lib.TSFFI_ERR_RUNTIME
         return abi.dispatch(fn, a, b, out)
 
-    @ffi.def_extern(error=lib.TS_ERR_RUNTIME, onerror=on_error)
-    def _ts_py_init_status(buf, cap):
+    @ffi.def_extern(error=lib.TSFFI_ERR_RUNTIME, onerror=on_error)
+    def tsffi_py_init_status(buf, cap):
         if state["abi"] is not None:
-            return lib.TS_OK
+            return lib.TSFFI_OK
         data = state["error"].encode("utf-8", "backslashreplace")[:max(cap - 1, 0)]
         ffi.memmove(buf, data + b"\0", len(data) + 1)
-        return lib.TS_ERR_RUNTIME
+        return lib.TSFFI_ERR_RUNTIME
 
     parent = "?"
     try:
-        parent = ffi.string(lib._ts_package_parent()).decode("utf-8", "surrogateescape")
-        if lib._ts_owns_interpreter():
+        parent = ffi.string(lib.tsffi_get_package_parent()).decode("utf-8", "surrogateescape")
+        if lib.tsffi_get_owns_interpreter():
             # Our interpreter: keep the host's streams clean. A sink, not
             # None: with None CPython writes to the real stderr.
             class _Sink:
@@ -138,10 +138,10 @@ def _ts_boot():
                           % (parent, type(exc).__name__, exc))
 
 try:
-    _ts_boot()
+    _tsffi_boot()
 except BaseException:
     pass
-del _ts_boot
+del _tsffi_boot
 '''
 
 
@@ -155,15 +155,15 @@ def cdef_from_header(text: str) -> str:
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("#"):
-            m = re.match(r"#\s*define\s+(TS_[A-Z0-9_]+)\s+(\d+)\s*$", stripped)
-            if m and m.group(1) not in ("TS_NONNULL", "TS_NULLABLE", "TS_API"):
+            m = re.match(r"#\s*define\s+(TSFFI_[A-Z0-9_]+)\s+(\d+)u?\s*$", stripped)
+            if m and m.group(1) not in ("TSFFI_NONNULL", "TSFFI_NULLABLE", "TSFFI_API"):
                 out.append(f"#define {m.group(1)} {m.group(2)}")
             continue
         if stripped in ('extern "C" {', "}"):
             continue
         out.append(line)
     body = "\n".join(out)
-    body = re.sub(r"\b(TS_API|TS_NONNULL|TS_NULLABLE)\b", "", body)
+    body = re.sub(r"\b(TSFFI_API|TSFFI_NONNULL|TSFFI_NULLABLE)\b", "", body)
     return body
 
 
@@ -185,12 +185,12 @@ def build_defines() -> str:
     if not os.path.isdir(dynload):
         dynload = sysconfig.get_config_var("DESTSHARED") or dynload
     values = {
-        "TS_BUILD_PYTHON_HOME": sys.base_prefix,
-        "TS_BUILD_STDLIB": stdlib,
-        "TS_BUILD_DYNLOAD": dynload,
-        "TS_BUILD_CFFI_DIR": os.path.dirname(os.path.abspath(_cffi_backend.__file__)),
-        "TS_BUILD_PYTHON_DIRNAME": f"python{version}",
-        "TS_BUILD_STDLIB_ZIP_NAME": f"python{version.replace('.', '')}.zip",
+        "TSFFI_BUILD_PYTHON_HOME": sys.base_prefix,
+        "TSFFI_BUILD_STDLIB": stdlib,
+        "TSFFI_BUILD_DYNLOAD": dynload,
+        "TSFFI_BUILD_CFFI_DIR": os.path.dirname(os.path.abspath(_cffi_backend.__file__)),
+        "TSFFI_BUILD_PYTHON_DIRNAME": f"python{version}",
+        "TSFFI_BUILD_STDLIB_ZIP_NAME": f"python{version.replace('.', '')}.zip",
     }
 
     def c_string(value: str) -> str:
@@ -199,7 +199,7 @@ def build_defines() -> str:
     return "".join(f"#define {k} {c_string(v)}\n" for k, v in values.items())
 
 
-def make_ffi():
+def make_ffi(tmpdir: Path):
     import cffi
 
     ffi = cffi.FFI()
@@ -218,9 +218,36 @@ def make_ffi():
         # built with, wherever the host runs from. bundle.py cuts the second
         # entry out of a bundled copy. nodelete: Python cannot be unloaded,
         # so neither can we.
-        extra_link_args=[f"-Wl,-rpath,{RPATH_ORIGIN}:{libdir}", "-Wl,-z,nodelete"],
+        extra_link_args=[f"-Wl,-rpath,{RPATH_ORIGIN}:{libdir}", "-Wl,-z,nodelete",
+                         *export_link_args(tmpdir)],
     )
     return ffi
+
+
+def exported_functions(text: str) -> list[str]:
+    """The functions the header declares public: the only symbols the
+    library exports."""
+    return re.findall(r"^TSFFI_API\s+[^;(]*?\b(tsffi_[a-z0-9_]+)\s*\(", text, re.M)
+
+
+def export_link_args(tmpdir: Path) -> list[str]:
+    """Only the header's functions leave the library, and its own references
+    to them bind inside it.
+
+    The process this library is for also holds the engine's library and
+    whatever else a GUI links; a name exported twice resolves to whichever
+    was loaded first. `--version-script` keeps every other symbol (cffi's
+    module init included: cffi calls it directly) out of the dynamic table;
+    `-Bsymbolic-functions` binds the library's calls to its own functions at
+    link time, so no library loaded before it can take them over. (Mach-O's
+    two-level namespace already binds each reference to its own image.)"""
+    if sys.platform == "darwin":
+        return []
+    names = exported_functions(HEADER.read_text())
+    script = tmpdir / "exports.map"
+    script.write_text("{\n  global:\n%s  local: *;\n};\n"
+                      % "".join(f"    {name};\n" for name in names))
+    return [f"-Wl,--version-script={script}", "-Wl,-Bsymbolic-functions"]
 
 
 def library_filename() -> str:
@@ -231,7 +258,7 @@ def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool
     require_shared_libpython()
     tmpdir = tmpdir or ROOT / "build" / "cffi"
     tmpdir.mkdir(parents=True, exist_ok=True)
-    ffi = make_ffi()
+    ffi = make_ffi(tmpdir)
     built = Path(ffi.compile(tmpdir=str(tmpdir), target="libturbospark_ffi.*",
                              verbose=verbose))
     target = package_dir / library_filename()

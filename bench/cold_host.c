@@ -1,7 +1,7 @@
 /* Cold start: one process, exec to first answer. Built twice by bench/run.py
  * from this one source: linked to libturbospark_ffi (the real first plan),
  * and linked to bench's libtrivial (a cffi-embedded library whose
- * ts_speculation_plan does nothing: the floor of the design).
+ * tsffi_speculation_plan does nothing: the floor of the design).
  *
  *   cold_host DIR
  *
@@ -24,11 +24,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: cold_host DIR\n");
         return 2;
     }
-    status = ts_speculation_plan(argv[1], "{\"speculativeDrafter\":\"auto\",\"speculation\":\"auto\"}",
+    status = tsffi_speculation_plan(argv[1], "{\"speculativeDrafter\":\"auto\",\"speculation\":\"auto\"}",
                                  &out);
     clock_gettime(CLOCK_MONOTONIC, &t);
     printf("%llu %d\n", (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec,
            (int)status);
-    ts_string_free(out);
-    return status == TS_OK ? 0 : 1;
+    tsffi_string_free(out);
+    return status == TSFFI_OK ? 0 : 1;
 }

@@ -7,7 +7,7 @@
 Three views, each the median of --reps repetitions (min..max):
 
 1. cold start: what the embedded interpreter imports for the first plan and
-   what each import costs, measured in a child started as ts_embed.c starts
+   what each import costs, measured in a child started as tsffi_embed.c starts
    its interpreter (-I -S, no bytecode writing, sys.path = package parent,
    stdlib, lib-dynload, cffi), with -X importtime; and which of those modules
    have no usable .pyc (compiled from source on every start, because the
@@ -18,7 +18,7 @@ Three views, each the median of --reps repetitions (min..max):
 3. a warm call (the library loaded in process, as a Python host loads it):
    the pieces _abi._speculation_plan runs on an unchanged install (decode
    and check model_dir, two stat() calls, the memo lookup).
-4. threads: bench/out/bin/ts_host (built by bench/run.py) with 1 and 8 host
+4. threads: bench/out/bin/tsffi_host (built by bench/run.py) with 1 and 8 host
    threads, free to use every core and pinned to one CPU, with the voluntary
    context switches per call: how much of a multi-thread loss is the GIL
    handed across cores.
@@ -238,12 +238,12 @@ def load_library() -> None:
     import ctypes
     name = "libturbospark_ffi.dylib" if sys.platform == "darwin" else "libturbospark_ffi.so"
     lib = ctypes.CDLL(str(ROOT / "turbospark_ffi" / name))
-    lib.ts_build_info_json.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-    lib.ts_string_free.argtypes = [ctypes.c_void_p]
+    lib.tsffi_build_info_json.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
     out = ctypes.c_void_p()
-    if lib.ts_build_info_json(ctypes.byref(out)) != 0:
+    if lib.tsffi_build_info_json(ctypes.byref(out)) != 0:
         sys.exit("profile_plan: the library did not start (run bench/run.py or ffi_build.py)")
-    lib.ts_string_free(out)
+    lib.tsffi_string_free(out)
     import turbospark_ffi.resident_index as ri
     print(f"   (library loaded in process; reader's C pass bound: {ri._native is not None})")
 
@@ -297,9 +297,9 @@ def warm(model_dir: Path, reps: int) -> None:
 
 def threads(model_dir: Path, reps: int) -> None:
     import resource
-    host = BENCH / "out" / "bin" / "ts_host"
+    host = BENCH / "out" / "bin" / "tsffi_host"
     if not host.exists():
-        print("4. threads: skipped (bench/out/bin/ts_host missing: run bench/run.py first)")
+        print("4. threads: skipped (bench/out/bin/tsffi_host missing: run bench/run.py first)")
         return
     print(f"4. threads, warm calls on {model_dir.name} (300 ms each)")
     cpu0 = {sorted(os.sched_getaffinity(0))[0]}

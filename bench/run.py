@@ -128,8 +128,8 @@ def build_all(notes: list[str]) -> dict:
     native = BIN / "native_plan"
     run_checked([cc, "-O2", "-o", str(native), str(BENCH / "native_plan.c")])
     link = [f"-L{PACKAGE}", "-lturbospark_ffi", f"-Wl,-rpath,{PACKAGE}", "-lpthread"]
-    run_checked([cc, *flags, f"-I{HEADER_DIR}", "-o", str(BIN / "ts_host"),
-                 str(BENCH / "ts_host.c"), *link])
+    run_checked([cc, *flags, f"-I{HEADER_DIR}", "-o", str(BIN / "tsffi_host"),
+                 str(BENCH / "tsffi_host.c"), *link])
     run_checked([cc, *flags, f"-I{HEADER_DIR}", "-o", str(BIN / "cold_host"),
                  str(BENCH / "cold_host.c"), *link])
     import trivial_build
@@ -300,21 +300,21 @@ def native_ns(model_dir: Path, n: int) -> float:
 
 
 def host_warm_ns(model_dir: Path, n: int) -> float:
-    r = run_checked([str(BIN / "ts_host"), "warm", str(model_dir), str(n), OPTIONS])
+    r = run_checked([str(BIN / "tsffi_host"), "warm", str(model_dir), str(n), OPTIONS])
     return float(r.stdout.split()[0])
 
 
 def host_fresh_ns(warm_dir: Path, dirs: list[Path]) -> list[float]:
-    r = run_checked([str(BIN / "ts_host"), "fresh", str(warm_dir), *map(str, dirs),
+    r = run_checked([str(BIN / "tsffi_host"), "fresh", str(warm_dir), *map(str, dirs),
                      "-o", OPTIONS])
     values = [float(x) for x in r.stdout.split()]
     if len(values) != len(dirs):
-        raise SystemExit(f"bench: ts_host fresh gave {len(values)} timings for {len(dirs)} dirs")
+        raise SystemExit(f"bench: tsffi_host fresh gave {len(values)} timings for {len(dirs)} dirs")
     return values
 
 
 def host_threads(model_dir: Path, threads: int, millis: int) -> float:
-    r = run_checked([str(BIN / "ts_host"), "threads", str(model_dir), str(threads), str(millis),
+    r = run_checked([str(BIN / "tsffi_host"), "threads", str(model_dir), str(threads), str(millis),
                      OPTIONS])
     calls, elapsed = r.stdout.split()
     return int(calls) / (int(elapsed) / 1e9)
@@ -322,7 +322,7 @@ def host_threads(model_dir: Path, threads: int, millis: int) -> float:
 
 def sanity_check(model_dir: Path) -> dict:
     """The library and the native baseline must agree on what they time."""
-    ts = json.loads(run_checked([str(BIN / "ts_host"), "show", str(model_dir), OPTIONS]).stdout)
+    ts = json.loads(run_checked([str(BIN / "tsffi_host"), "show", str(model_dir), OPTIONS]).stdout)
     native = json.loads(run_checked([str(BIN / "native_plan"), str(model_dir)]).stdout)
     ours = (ts["drafter"]["installHasMtpHead"], ts["drafter"]["installHasDflash"],
             ts["speculation"]["block"])
@@ -447,7 +447,7 @@ def fmt_value(v: float, unit: str) -> str:
 
 
 ROW_TITLES = {
-    1: "warm ts_speculation_plan, C host, 866 entries, beside native_plan",
+    1: "warm tsffi_speculation_plan, C host, 866 entries, beside native_plan",
     2: "first plan of an unseen 866-entry install (runtime warmed on another)",
     3: "scaling with index entries (first plan = unseen install; warm)",
     4: "file-size independence: ~150 KB vs 14 GB sparse model_weights.bin (866 entries)",
@@ -747,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
                   statistics.median(r) <= 1.3, kind="ratio")
         table.add(5, "isolated trivial (no site): exec to first call",
                   res["isolated"]["answer"], "ns",
-                  note="the same do-nothing library, interpreter started as ts_embed.c does")
+                  note="the same do-nothing library, interpreter started as tsffi_embed.c does")
         r = ratios(res["ts"]["answer"], res["isolated"]["answer"])
         table.add(5, "ratio real / isolated trivial floor", r, "x", "<= 1.3x",
                   statistics.median(r) <= 1.3, kind="ratio")

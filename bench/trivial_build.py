@@ -3,8 +3,8 @@
 Built the way ffi_build.py builds the real library -- ffi.embedding_api,
 ffi.embedding_init_code, ffi.compile(target="libtrivial.*") with an rpath to
 the Python LIBDIR -- but its one Python function returns at once. It exports
-the two symbols bench/cold_host.c calls (ts_speculation_plan and
-ts_string_free), so the very same host source links against either library:
+the two symbols bench/cold_host.c calls (tsffi_speculation_plan and
+tsffi_string_free), so the very same host source links against either library:
 what the real library costs beyond this is what the design adds.
 
 Two floors:
@@ -14,7 +14,7 @@ Two floors:
   interpreter's site-packages. That is the floor of a cffi-embedded library
   as cffi makes one, and the one the issue names.
 * `libtrivial_isolated` -- the same do-nothing function, but the interpreter
-  is started the way src/ts_embed.c starts it (PEP 587, isolated, no `site`,
+  is started the way src/tsffi_embed.c starts it (PEP 587, isolated, no `site`,
   search path pinned, GIL released) before cffi's start-up runs the init
   code. The real library skips `site` too, so this is the tighter floor:
   the interpreter start that this design cannot go under.
@@ -28,20 +28,20 @@ import sysconfig
 from pathlib import Path
 
 EMBEDDING_API = """
-int32_t ts_speculation_plan(const char *model_dir, const char *options_json, char **out_json);
+int32_t tsffi_speculation_plan(const char *model_dir, const char *options_json, char **out_json);
 """
 
 # Plain C beside the embedded module: freeing a result needs no Python.
 C_SOURCE = """
 #include <stdlib.h>
-__attribute__((visibility("default"))) void ts_string_free(char *s) { free(s); }
+__attribute__((visibility("default"))) void tsffi_string_free(char *s) { free(s); }
 """
 
 INIT_CODE = """
 from _trivial_embedded import ffi
 
 @ffi.def_extern()
-def ts_speculation_plan(model_dir, options_json, out_json):
+def tsffi_speculation_plan(model_dir, options_json, out_json):
     out_json[0] = ffi.NULL
     return 0
 """
@@ -51,7 +51,7 @@ ISOLATED_CDEF = """
 extern "Python" int32_t _triv_py(void);
 """
 
-# Mirrors ts_embed.c's start (minus the bundle layout and error reporting).
+# Mirrors tsffi_embed.c's start (minus the bundle layout and error reporting).
 ISOLATED_C_SOURCE = r"""
 #include <pthread.h>
 #include <stdint.h>
@@ -84,13 +84,13 @@ static void triv_start(void) {
     PyEval_SaveThread();
 }
 __attribute__((visibility("default")))
-int32_t ts_speculation_plan(const char *model_dir, const char *options_json, char **out_json) {
+int32_t tsffi_speculation_plan(const char *model_dir, const char *options_json, char **out_json) {
     (void)model_dir; (void)options_json;
     pthread_once(&triv_once, triv_start);
     *out_json = NULL;
     return _triv_py();
 }
-__attribute__((visibility("default"))) void ts_string_free(char *s) { free(s); }
+__attribute__((visibility("default"))) void tsffi_string_free(char *s) { free(s); }
 """
 
 ISOLATED_INIT_CODE = """

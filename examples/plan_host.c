@@ -11,11 +11,11 @@
 #include "turbospark_ffi.h"
 
 static void print_last_error(const char *what, int32_t status) {
-    size_t len = ts_last_error(NULL, 0);
+    size_t len = tsffi_last_error(NULL, 0);
     char *msg = malloc(len + 1);
     if (msg == NULL)
         return;
-    ts_last_error(msg, len + 1);
+    tsffi_last_error(msg, len + 1);
     printf("  %s: status %d: %s\n", what, (int)status, msg);
     free(msg);
 }
@@ -26,20 +26,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s OPTIONS_JSON MODEL_DIR...\n", argv[0]);
         return 2;
     }
-    if (ts_abi_version() != TS_ABI_VERSION) {
-        fprintf(stderr, "header ABI %d, library ABI %u\n", TS_ABI_VERSION, ts_abi_version());
+    if (tsffi_abi_version() != TSFFI_ABI_VERSION) {
+        fprintf(stderr, "header ABI %d, library ABI %u\n", TSFFI_ABI_VERSION, tsffi_abi_version());
         return 1;
     }
     printf("options %s\n", argv[1]);
     for (i = 2; i < argc; i++) {
         char *plan = NULL;
-        int32_t status = ts_speculation_plan(argv[i], argv[1], &plan);
+        int32_t status = tsffi_speculation_plan(argv[i], argv[1], &plan);
         printf("%s\n", argv[i]);
-        if (status == TS_OK)
+        if (status == TSFFI_OK)
             printf("  plan: %s\n", plan);
         else
-            print_last_error(status == TS_ERR_REFUSED ? "refused" : "error", status);
-        ts_string_free(plan);
+            print_last_error(status == TSFFI_ERR_REFUSED ? "refused" : "error", status);
+        tsffi_string_free(plan);
     }
     return 0;
 }

@@ -12,30 +12,46 @@
  *
  * CONVENTIONS (those of the engine's own C ABI, which GUI hosts already speak)
  *
- *  - Functions are prefixed ts_, macros TS_. Calls that can fail return an
- *    int32_t status code (TS_OK or a TS_ERR_* below).
+ *  - Functions are prefixed tsffi_, macros TSFFI_. Calls that can fail return an
+ *    int32_t status code (TSFFI_OK or a TSFFI_ERR_* below).
  *  - Options go in as ONE JSON object string with camelCase keys, the same
  *    object the host gives the engine's open. NULL or "" means all defaults.
  *    Keys this library does not use are ignored (and listed back by
- *    ts_speculation_plan); a near-miss of a key it uses is refused.
+ *    tsffi_speculation_plan); a near-miss of a key it uses is refused.
  *  - Every const char * argument is borrowed for the duration of the call and
  *    must be NUL-terminated UTF-8.
  *  - Results come back as NUL-terminated UTF-8 JSON through a char **
- *    out-parameter. *out is set to NULL on entry; on TS_OK it points to a
- *    string the CALLER owns and must release with ts_string_free(); on any
+ *    out-parameter. *out is set to NULL on entry; on TSFFI_OK it points to a
+ *    string the CALLER owns and must release with tsffi_string_free(); on any
  *    other status it stays NULL. Nothing returns a pointer into the
  *    library's own state.
  *  - The last error is per thread: every call that returns a status clears
  *    it on entry, and on failure sets it to a message that names what was
  *    wrong, what was received and what is accepted. Read it with
- *    ts_last_error().
+ *    tsffi_last_error().
+ *
+ * NAMESPACE: tsffi_ / TSFFI_ are this library's, and every symbol it exports
+ * is declared below. The engine's own library, which a GUI holds in the same
+ * process, owns ts_ / TS_ / Ts; the two headers compile in one translation
+ * unit and the two libraries load in either order. The library's own calls
+ * are bound inside it at link time, so a library loaded earlier that exports
+ * the same names cannot take them over.
  *
  * THREADS: every function may be called from any thread, concurrently. The
  * first calls may race; the embedded runtime starts exactly once.
  *
+ * FORK: a child forked while NO other thread is inside a call of this library
+ * (a fork before the first call, or any fork of a single-threaded host) keeps
+ * using it normally. A child forked while another thread was inside a call
+ * cannot use the runtime it inherited (its locks may be held by a thread that
+ * does not exist in the child): there, every call that needs the runtime
+ * returns TSFFI_ERR_RUNTIME at once, with a message saying so -- never a
+ * hang. The parent is not affected. To use the library from a helper
+ * process, start it with exec (posix_spawn) so it loads the library afresh.
+ *
  * RUNTIME: the policy runs in an embedded Python interpreter that starts on
- * the first call that needs it (ts_abi_version, ts_last_error and
- * ts_string_free never start it). The library writes nothing to the host's
+ * the first call that needs it (tsffi_abi_version, tsffi_last_error and
+ * tsffi_string_free never start it). The library writes nothing to the host's
  * stdout or stderr and installs no signal handlers. It cannot be unloaded:
  * dlclose() leaves it resident.
  */
@@ -50,18 +66,18 @@ extern "C" {
 #endif
 
 /* Nullability for compilers that read it (clang, and through it Swift: a
- * TS_NONNULL pointer imports as non-optional). Empty elsewhere. A TS_NONNULL
+ * TSFFI_NONNULL pointer imports as non-optional). Empty elsewhere. A TSFFI_NONNULL
  * argument must not be NULL; the library still checks, and answers NULL with
- * TS_ERR_INVALID_ARGUMENT rather than crashing. */
+ * TSFFI_ERR_INVALID_ARGUMENT rather than crashing. */
 #if defined(__has_feature)
 #if __has_feature(nullability)
-#define TS_NONNULL _Nonnull
-#define TS_NULLABLE _Nullable
+#define TSFFI_NONNULL _Nonnull
+#define TSFFI_NULLABLE _Nullable
 #endif
 #endif
-#ifndef TS_NONNULL
-#define TS_NONNULL
-#define TS_NULLABLE
+#ifndef TSFFI_NONNULL
+#define TSFFI_NONNULL
+#define TSFFI_NULLABLE
 #endif
 
 /* Nullability is a clang extension; say so once here, so that hosts building
@@ -72,42 +88,45 @@ extern "C" {
 #endif
 
 #if defined(_WIN32)
-#define TS_API __declspec(dllexport)
+#define TSFFI_API __declspec(dllexport)
 #elif defined(__GNUC__)
-#define TS_API __attribute__((visibility("default")))
+#define TSFFI_API __attribute__((visibility("default")))
 #else
-#define TS_API
+#define TSFFI_API
 #endif
 
 /* The ABI this header describes. Bumped when a wire shape, an option key or
  * a function's meaning changes in a way an older host could misread. Compare
- * with ts_abi_version() at run time. */
-#define TS_ABI_VERSION 1
+ * with tsffi_abi_version() at run time; unsigned, as that function returns
+ * (Swift imports it as UInt32). ABI 2: every name moved from ts_/TS_ (the
+ * engine's namespace) to tsffi_/TSFFI_. */
+#define TSFFI_ABI_VERSION 2u
 
 /* Status codes. Stable: never renumbered; new codes are only appended. Where
  * a meaning is the engine's, so is the number. */
-#define TS_OK 0                   /* success */
-#define TS_ERR_INVALID_ARGUMENT 1 /* a NULL pointer, text that is not UTF-8, an option value
+#define TSFFI_OK 0                   /* success */
+#define TSFFI_ERR_INVALID_ARGUMENT 1 /* a NULL pointer, text that is not UTF-8, an option value
                                      outside its set, a near-miss option key */
-#define TS_ERR_REFUSED 2          /* a named speculation block that cannot be served (the
+#define TSFFI_ERR_REFUSED 2          /* a named speculation block that cannot be served (the
                                      engine's open returns 2 for this same refusal) */
-#define TS_ERR_JSON 4             /* a JSON argument that does not parse or is not an object */
-#define TS_ERR_INTERNAL 6         /* anything unexpected, caught at the boundary */
-#define TS_ERR_RUNTIME 9          /* the embedded Python runtime could not start; the last
-                                     error says what is missing. Every later call returns it
-                                     too. */
+#define TSFFI_ERR_JSON 4             /* a JSON argument that does not parse or is not an object */
+#define TSFFI_ERR_INTERNAL 6         /* anything unexpected, caught at the boundary */
+#define TSFFI_ERR_RUNTIME 9          /* the embedded Python runtime could not start (the last
+                                     error says what is missing), or this process is a child
+                                     forked while another thread was inside the library (see
+                                     FORK). Every later call returns it too. */
 
-/* Return TS_ABI_VERSION of the library that is loaded. Never fails, never
+/* Return TSFFI_ABI_VERSION of the library that is loaded. Never fails, never
  * starts the runtime, leaves the last error as it is. */
-TS_API uint32_t ts_abi_version(void);
+TSFFI_API uint32_t tsffi_abi_version(void);
 
 /* Write the build information as a JSON object to *out_json:
- *   {"abiVersion": 1, "version": "0.1.0", "python": "3.11.7",
+ *   {"abiVersion": 2, "version": "0.1.0", "python": "3.11.7",
  *    "library": path of this shared library, "package": path of the Python
  *    package, "pythonHome": ..., "sysPath": [...], "ownsInterpreter": bool}
- * Returns TS_OK; TS_ERR_INVALID_ARGUMENT if out_json is NULL; TS_ERR_RUNTIME;
- * or TS_ERR_INTERNAL. */
-TS_API int32_t ts_build_info_json(char *TS_NULLABLE *TS_NONNULL out_json);
+ * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT if out_json is NULL; TSFFI_ERR_RUNTIME;
+ * or TSFFI_ERR_INTERNAL. */
+TSFFI_API int32_t tsffi_build_info_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Copy the calling thread's last error message into buf as NUL-terminated
  * UTF-8, truncated to cap - 1 bytes (at a character boundary), and return the
@@ -115,44 +134,44 @@ TS_API int32_t ts_build_info_json(char *TS_NULLABLE *TS_NONNULL out_json);
  * buf == NULL (or cap == 0) nothing is written and only the length is
  * returned. 0 means no error. Never starts the runtime and leaves the message
  * as it is. */
-TS_API size_t ts_last_error(char *TS_NULLABLE buf, size_t cap);
+TSFFI_API size_t tsffi_last_error(char *TSFFI_NULLABLE buf, size_t cap);
 
 /* Release a string this library returned through an out-parameter. NULL is a
  * no-op. Leaves the last error as it is. */
-TS_API void ts_string_free(char *TS_NULLABLE s);
+TSFFI_API void tsffi_string_free(char *TSFFI_NULLABLE s);
 
 /* Decide which drafter to open for the install in model_dir (a directory
  * holding model_weights.bin), reading only its resident index.
  *
  * options_json: uses "speculativeDrafter" ("auto" | "mtp" | "dflash" | null);
  *   every key this library uses is validated. NULL or "" = defaults.
- * On TS_OK, *out_json is the drafter choice:
+ * On TSFFI_OK, *out_json is the drafter choice:
  *   {"drafter": "mtp" | "dflash", "installHasMtpHead": true | false | null,
  *    "installHasDflash": true | false | null, "note": string | null}
  *   null flags mean the index could not be read ("unknown", never "absent");
  *   "note" is set when auto found a DFlash2 drafter and left it off.
  * An unreadable install is not an error here (the engine's open is the one
  * that refuses a broken install).
- * Returns TS_OK; TS_ERR_INVALID_ARGUMENT (NULL model_dir or out_json, an
- * empty or non-UTF-8 model_dir, a bad option); TS_ERR_JSON; TS_ERR_RUNTIME;
- * or TS_ERR_INTERNAL. */
-TS_API int32_t ts_resolve_drafter(const char *TS_NONNULL model_dir,
-                                  const char *TS_NULLABLE options_json,
-                                  char *TS_NULLABLE *TS_NONNULL out_json);
+ * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT (NULL model_dir or out_json, an
+ * empty or non-UTF-8 model_dir, a bad option); TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME;
+ * or TSFFI_ERR_INTERNAL. */
+TSFFI_API int32_t tsffi_resolve_drafter(const char *TSFFI_NONNULL model_dir,
+                                  const char *TSFFI_NULLABLE options_json,
+                                  char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Derive the draft policies to open a runner with.
  *
- * choice_json: exactly what ts_resolve_drafter returned.
+ * choice_json: exactly what tsffi_resolve_drafter returned.
  * options_json: uses "speculation" ("auto" | "off" | a block | null).
- * On TS_OK, *out_json is
+ * On TSFFI_OK, *out_json is
  *   {"mtp": {"mode": "off" | "auto" | "fixed", "block": n | null},
  *    "dflash": {"mode": ..., "block": ...}}   ("block" only for "fixed")
- * Returns TS_OK; TS_ERR_INVALID_ARGUMENT (a NULL pointer, a choice_json
- * that is not that shape, a bad option); TS_ERR_JSON; TS_ERR_RUNTIME; or
- * TS_ERR_INTERNAL. */
-TS_API int32_t ts_draft_policies(const char *TS_NONNULL choice_json,
-                                 const char *TS_NULLABLE options_json,
-                                 char *TS_NULLABLE *TS_NONNULL out_json);
+ * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT (a NULL pointer, a choice_json
+ * that is not that shape, a bad option); TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
+ * TSFFI_ERR_INTERNAL. */
+TSFFI_API int32_t tsffi_draft_policies(const char *TSFFI_NONNULL choice_json,
+                                 const char *TSFFI_NULLABLE options_json,
+                                 char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Decide speculation without an install to look at.
  *
@@ -160,16 +179,16 @@ TS_API int32_t ts_draft_policies(const char *TS_NONNULL choice_json,
  *   (absent or "auto" takes the non-DFlash2 arms and reports "mtp");
  *   "engineBlocker" (the engine's reason, or null; absent means none);
  *   "temperature" (absent = deterministic, as the engine's open assumes).
- * On TS_OK, *out_json is the engine's own sessionInfo shape:
+ * On TSFFI_OK, *out_json is the engine's own sessionInfo shape:
  *   {"block": n | null, "drafter": "mtp" | "dflash" | null,
  *    "reason": string | null}
  *   block null is the "is it on" test; drafter is non-null exactly when block
  *   is; reason says why it is off when the caller might have expected it on.
- * Returns TS_OK; TS_ERR_REFUSED (a named block that cannot be served: the
- * last error is the message to show, verbatim); TS_ERR_INVALID_ARGUMENT;
- * TS_ERR_JSON; TS_ERR_RUNTIME; or TS_ERR_INTERNAL. */
-TS_API int32_t ts_resolve_speculation(const char *TS_NULLABLE options_json,
-                                      char *TS_NULLABLE *TS_NONNULL out_json);
+ * Returns TSFFI_OK; TSFFI_ERR_REFUSED (a named block that cannot be served: the
+ * last error is the message to show, verbatim); TSFFI_ERR_INVALID_ARGUMENT;
+ * TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
+TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_json,
+                                      char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* The whole decision for the install in model_dir, in one call: resolve the
  * drafter, derive the draft policies, take the blocker (the DFlash2 note, else
@@ -178,18 +197,18 @@ TS_API int32_t ts_resolve_speculation(const char *TS_NULLABLE options_json,
  *
  * options_json: "speculation", "speculativeDrafter", "temperature",
  *   "engineBlocker"; other keys are ignored and listed back.
- * On TS_OK, *out_json is
- *   {"drafter": {...as ts_resolve_drafter...},
- *    "draftPolicies": {...as ts_draft_policies...},
- *    "speculation": {...as ts_resolve_speculation...},
+ * On TSFFI_OK, *out_json is
+ *   {"drafter": {...as tsffi_resolve_drafter...},
+ *    "draftPolicies": {...as tsffi_draft_policies...},
+ *    "speculation": {...as tsffi_resolve_speculation...},
  *    "ignoredKeys": [string, ...]}
- * Returns TS_OK; TS_ERR_REFUSED (a named block that cannot be served);
- * TS_ERR_INVALID_ARGUMENT; TS_ERR_JSON; TS_ERR_RUNTIME; or TS_ERR_INTERNAL.
+ * Returns TSFFI_OK; TSFFI_ERR_REFUSED (a named block that cannot be served);
+ * TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
  * A warm call on an unchanged install costs two stat() calls and no reading;
  * any change to the install's files is seen on the next call. */
-TS_API int32_t ts_speculation_plan(const char *TS_NONNULL model_dir,
-                                   const char *TS_NULLABLE options_json,
-                                   char *TS_NULLABLE *TS_NONNULL out_json);
+TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
+                                   const char *TSFFI_NULLABLE options_json,
+                                   char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Describe what the install's files say, so a GUI can show why an answer is
  * "unknown": {"indexReadable", "indexError", "indexCheck", "entryCount",
@@ -199,10 +218,10 @@ TS_API int32_t ts_speculation_plan(const char *TS_NONNULL model_dir,
  * "dtypeName", "verifyCovers"} | null, "experts": {"layoutPresent",
  * "expertsPerLayer", "numLayers", "error"} (layoutPresent null when the layout
  * could not be read), "blockerPreview": {"mtp",
- * "dflash"}}. An unreadable index is TS_OK with "indexReadable": false.
- * Returns TS_OK; TS_ERR_INVALID_ARGUMENT; TS_ERR_RUNTIME; or TS_ERR_INTERNAL. */
-TS_API int32_t ts_install_info_json(const char *TS_NONNULL model_dir,
-                                    char *TS_NULLABLE *TS_NONNULL out_json);
+ * "dflash"}}. An unreadable index is TSFFI_OK with "indexReadable": false.
+ * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
+TSFFI_API int32_t tsffi_install_info_json(const char *TSFFI_NONNULL model_dir,
+                                    char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 #if defined(__clang__)
 #pragma clang diagnostic pop

@@ -25,9 +25,16 @@ let package = Package(
             name: "TurboSparkFFI",
             dependencies: ["CTurboSparkFFI"]
         ),
+        // A stand-in of the ENGINE's C module (same module name, same header
+        // name, every name it exports), for tests only: a GUI imports both,
+        // and the test binary links both, the engine's first.
+        .target(
+            name: "CTurboSpark",
+            path: "Tests/CTurboSpark"
+        ),
         .testTarget(
             name: "TurboSparkFFITests",
-            dependencies: ["TurboSparkFFI", "CTurboSparkFFI"]
+            dependencies: ["TurboSparkFFI", "CTurboSparkFFI", "CTurboSpark"]
         ),
     ]
 )

@@ -142,7 +142,7 @@ UNSET = object()
 
 @dataclass(frozen=True)
 class Chain:
-    """choice_json = exactly what ts_resolve_drafter returned for this install
+    """choice_json = exactly what tsffi_resolve_drafter returned for this install
     and these options (the call is made first, by the same host)."""
     install: str
     options: bytes | None = None
@@ -152,7 +152,7 @@ class Chain:
 class Case:
     id: str
     fn: str
-    status: str                                # "TS_OK", "TS_ERR_REFUSED", ...
+    status: str                                # "TSFFI_OK", "TSFFI_ERR_REFUSED", ...
     install: str | None = None                 # INSTALLS key, for "dir"
     model_dir: bytes | None | object = UNSET   # a raw model_dir instead (None = NULL)
     options: bytes | None = None               # None = NULL pointer
@@ -195,389 +195,389 @@ def _plan(choice, policies, speculation, ignored=()) -> dict:
 
 
 CASES: list[Case] = [
-    # ----- ts_build_info_json
-    Case("build-info", "build_info", "TS_OK",
-         json=Subset(abiVersion=1, version=Has("."), python=Has("3."))),
-    Case("build-info-null-out", "build_info", "TS_ERR_INVALID_ARGUMENT", null_out=True,
+    # ----- tsffi_build_info_json
+    Case("build-info", "build_info", "TSFFI_OK",
+         json=Subset(abiVersion=2, version=Has("."), python=Has("3."))),
+    Case("build-info-null-out", "build_info", "TSFFI_ERR_INVALID_ARGUMENT", null_out=True,
          message=Has("out_json")),
 
-    # ----- ts_resolve_speculation: the seed's arms without an install
-    Case("spec-null-options", "resolve_speculation", "TS_OK", options=NULL,
+    # ----- tsffi_resolve_speculation: the seed's arms without an install
+    Case("spec-null-options", "resolve_speculation", "TSFFI_OK", options=NULL,
          json=_spec(2, "mtp")),
-    Case("spec-empty-options", "resolve_speculation", "TS_OK", options=b"",
+    Case("spec-empty-options", "resolve_speculation", "TSFFI_OK", options=b"",
          json=_spec(2, "mtp")),
-    Case("spec-empty-object", "resolve_speculation", "TS_OK", options=b"{}",
+    Case("spec-empty-object", "resolve_speculation", "TSFFI_OK", options=b"{}",
          json=_spec(2, "mtp")),
-    Case("spec-auto-drafter-reports-mtp", "resolve_speculation", "TS_OK",
+    Case("spec-auto-drafter-reports-mtp", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculativeDrafter": "auto"}), json=_spec(2, "mtp")),
-    Case("spec-all-null", "resolve_speculation", "TS_OK",
+    Case("spec-all-null", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculation": None, "speculativeDrafter": None, "temperature": None,
                      "engineBlocker": None}), json=_spec(2, "mtp")),
-    Case("spec-auto-sampled-is-mtp", "resolve_speculation", "TS_OK",
+    Case("spec-auto-sampled-is-mtp", "resolve_speculation", "TSFFI_OK",
          options=_j({"temperature": 0.7}), json=_spec(2, "mtp")),
-    Case("spec-off", "resolve_speculation", "TS_OK", options=_j({"speculation": "off"}),
+    Case("spec-off", "resolve_speculation", "TSFFI_OK", options=_j({"speculation": "off"}),
          json=_spec(None, None)),
-    Case("spec-off-any-case", "resolve_speculation", "TS_OK",
+    Case("spec-off-any-case", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculation": "OfF"}), json=_spec(None, None)),
-    Case("spec-auto-any-case", "resolve_speculation", "TS_OK",
+    Case("spec-auto-any-case", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculation": "AUTO"}), json=_spec(2, "mtp")),
-    Case("spec-block-3", "resolve_speculation", "TS_OK", options=_j({"speculation": 3}),
+    Case("spec-block-3", "resolve_speculation", "TSFFI_OK", options=_j({"speculation": 3}),
          json=_spec(3, "mtp")),
-    Case("spec-block-string-15", "resolve_speculation", "TS_OK",
+    Case("spec-block-string-15", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculation": "15"}), json=_spec(15, "mtp")),
-    Case("spec-block-1", "resolve_speculation", "TS_OK", options=_j({"speculation": 1}),
+    Case("spec-block-1", "resolve_speculation", "TSFFI_OK", options=_j({"speculation": 1}),
          json=_spec(1, "mtp")),
-    Case("spec-dflash", "resolve_speculation", "TS_OK",
+    Case("spec-dflash", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculativeDrafter": "dflash"}), json=_spec(2, "dflash")),
-    Case("spec-dflash-block-temp0", "resolve_speculation", "TS_OK",
+    Case("spec-dflash-block-temp0", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculativeDrafter": "dflash", "speculation": 4, "temperature": 0}),
          json=_spec(4, "dflash")),
-    Case("spec-dflash-sampled-auto", "resolve_speculation", "TS_OK",
+    Case("spec-dflash-sampled-auto", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculativeDrafter": "dflash", "temperature": 0.7}),
          json=_spec(None, None, SAMPLED_REASON)),
-    Case("spec-dflash-sampled-block", "resolve_speculation", "TS_ERR_REFUSED",
+    Case("spec-dflash-sampled-block", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}),
          message=REFUSAL_PREFIX + SAMPLED_REASON),
-    Case("spec-dflash-sampled-off", "resolve_speculation", "TS_OK",
+    Case("spec-dflash-sampled-off", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": "off"}),
          json=_spec(None, None)),
-    Case("spec-mtp-sampled-block", "resolve_speculation", "TS_OK",
+    Case("spec-mtp-sampled-block", "resolve_speculation", "TSFFI_OK",
          options=_j({"speculativeDrafter": "mtp", "temperature": 0.7, "speculation": 2}),
          json=_spec(2, "mtp")),
-    Case("spec-blocker-auto", "resolve_speculation", "TS_OK",
+    Case("spec-blocker-auto", "resolve_speculation", "TSFFI_OK",
          options=_j({"engineBlocker": VISION_BLOCKER}), json=_spec(None, None, VISION_BLOCKER)),
-    Case("spec-blocker-block", "resolve_speculation", "TS_ERR_REFUSED",
+    Case("spec-blocker-block", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 2}),
          message=REFUSAL_PREFIX + VISION_BLOCKER),
-    Case("spec-blocker-off", "resolve_speculation", "TS_OK",
+    Case("spec-blocker-off", "resolve_speculation", "TSFFI_OK",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculation": "off"}),
          json=_spec(None, None)),
-    Case("spec-blocker-outranks-range", "resolve_speculation", "TS_ERR_REFUSED",
+    Case("spec-blocker-outranks-range", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 16}),
          message=REFUSAL_PREFIX + VISION_BLOCKER),
-    Case("spec-blocker-outranks-sampled", "resolve_speculation", "TS_OK",
+    Case("spec-blocker-outranks-sampled", "resolve_speculation", "TSFFI_OK",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculativeDrafter": "dflash",
                      "temperature": 0.7}),
          json=_spec(None, None, VISION_BLOCKER)),
-    Case("spec-blocker-null", "resolve_speculation", "TS_OK",
+    Case("spec-blocker-null", "resolve_speculation", "TSFFI_OK",
          options=_j({"engineBlocker": None, "speculation": 4}), json=_spec(4, "mtp")),
-    Case("spec-blocker-utf8", "resolve_speculation", "TS_OK",
+    Case("spec-blocker-utf8", "resolve_speculation", "TSFFI_OK",
          options=json.dumps({"engineBlocker": UTF8_BLOCKER}, ensure_ascii=False).encode(),
          json=_spec(None, None, UTF8_BLOCKER)),
-    Case("spec-blocker-utf8-block", "resolve_speculation", "TS_ERR_REFUSED",
+    Case("spec-blocker-utf8-block", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=json.dumps({"engineBlocker": UTF8_BLOCKER, "speculation": 2},
                             ensure_ascii=False).encode(),
          message=REFUSAL_PREFIX + UTF8_BLOCKER),
-    Case("spec-block-16", "resolve_speculation", "TS_ERR_REFUSED",
+    Case("spec-block-16", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculation": 16}), message=out_of_range(16)),
-    Case("spec-block-16-string", "resolve_speculation", "TS_ERR_REFUSED",
+    Case("spec-block-16-string", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculation": "16"}), message=out_of_range(16)),
-    Case("spec-block-0", "resolve_speculation", "TS_ERR_REFUSED",
+    Case("spec-block-0", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculation": 0}), message=out_of_range(0)),
-    Case("spec-dflash-block-16", "resolve_speculation", "TS_ERR_REFUSED",
+    Case("spec-dflash-block-16", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculativeDrafter": "dflash", "speculation": 16}),
          message=out_of_range(16)),
-    Case("spec-ignored-keys", "resolve_speculation", "TS_OK",
+    Case("spec-ignored-keys", "resolve_speculation", "TSFFI_OK",
          options=_j({"contextLength": 4096, "kvCacheBits": 8, "speculation": 3}),
          json=_spec(3, "mtp")),
     # bad values: INVALID_ARGUMENT naming the key, the value and what is accepted
-    Case("spec-bad-drafter-case", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-drafter-case", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculativeDrafter": "DFlash"}),
          message=Has("speculativeDrafter", '"DFlash"', '"auto"', '"mtp"', '"dflash"')),
-    Case("spec-bad-drafter-type", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-drafter-type", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculativeDrafter": 1}),
          message=Has("speculativeDrafter", '"auto"', '"mtp"', '"dflash"')),
-    Case("spec-bad-speculation-word", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-speculation-word", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculation": "fast"}),
          message=Has("speculation", '"fast"', '"auto"', '"off"', "1..=15")),
-    Case("spec-bad-speculation-bool", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-speculation-bool", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculation": True}), message=Has("speculation", "true", '"auto"')),
-    Case("spec-bad-speculation-float", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-speculation-float", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=b'{"speculation": 2.5}', message=Has("speculation", "2.5", '"auto"')),
-    Case("spec-bad-speculation-negative", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-speculation-negative", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculation": -1}), message=Has("speculation", "-1", "1..=15")),
-    Case("spec-bad-temperature", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-temperature", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"temperature": -1}), message=Has("temperature", "-1", ">= 0")),
-    Case("spec-bad-temperature-string", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-temperature-string", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"temperature": "hot"}), message=Has("temperature", '"hot"')),
-    Case("spec-bad-blocker-empty", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-blocker-empty", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"engineBlocker": ""}), message=Has("engineBlocker", '""')),
-    Case("spec-bad-blocker-number", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-bad-blocker-number", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"engineBlocker": 3}), message=Has("engineBlocker", "3")),
-    Case("spec-duplicate-key", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-duplicate-key", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=b'{"speculation": 2, "speculation": 3}', message=Has("speculation")),
     # near-miss keys: a typo that would silently become a default is refused
-    Case("spec-near-miss-typo", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-near-miss-typo", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculaton": 2}), message=Has('"speculaton"', '"speculation"')),
-    Case("spec-near-miss-case", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-near-miss-case", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"Speculation": 2}), message=Has('"Speculation"', '"speculation"')),
-    Case("spec-near-miss-drafter", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-near-miss-drafter", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculativeDrafer": "dflash"}),
          message=Has('"speculativeDrafer"', '"speculativeDrafter"')),
-    Case("spec-near-miss-snake", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-near-miss-snake", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculative_drafter": "dflash"}),
          message=Has('"speculative_drafter"', '"speculativeDrafter"')),
-    Case("spec-near-miss-temperature", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-near-miss-temperature", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"temprature": 0.7}), message=Has('"temprature"', '"temperature"')),
-    Case("spec-near-miss-blocker", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-near-miss-blocker", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"EngineBlocker": "x"}), message=Has('"EngineBlocker"', '"engineBlocker"')),
     # not UTF-8
-    Case("spec-non-utf8", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-non-utf8", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=b'{"contextName": "\xff\xfe"}', message=Has("options_json", "UTF-8")),
-    Case("spec-non-utf8-truncated-sequence", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT",
+    Case("spec-non-utf8-truncated-sequence", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=b'{"engineBlocker": "caf\xc3"}', message=Has("options_json", "UTF-8")),
     # JSON that does not parse, or is not an object
-    Case("spec-json-unterminated", "resolve_speculation", "TS_ERR_JSON", options=b"{",
+    Case("spec-json-unterminated", "resolve_speculation", "TSFFI_ERR_JSON", options=b"{",
          message=Has("options_json")),
-    Case("spec-json-garbage", "resolve_speculation", "TS_ERR_JSON", options=b"speculation=2",
+    Case("spec-json-garbage", "resolve_speculation", "TSFFI_ERR_JSON", options=b"speculation=2",
          message=Has("options_json")),
-    Case("spec-json-trailing", "resolve_speculation", "TS_ERR_JSON",
+    Case("spec-json-trailing", "resolve_speculation", "TSFFI_ERR_JSON",
          options=b'{"speculation": 2} x', message=Has("options_json")),
-    Case("spec-json-nan", "resolve_speculation", "TS_ERR_JSON",
+    Case("spec-json-nan", "resolve_speculation", "TSFFI_ERR_JSON",
          options=b'{"temperature": NaN}', message=Has("options_json")),
-    Case("spec-json-array", "resolve_speculation", "TS_ERR_JSON", options=b"[]",
+    Case("spec-json-array", "resolve_speculation", "TSFFI_ERR_JSON", options=b"[]",
          message=Has("options_json", "object")),
-    Case("spec-json-null", "resolve_speculation", "TS_ERR_JSON", options=b"null",
+    Case("spec-json-null", "resolve_speculation", "TSFFI_ERR_JSON", options=b"null",
          message=Has("options_json", "object")),
-    Case("spec-json-number", "resolve_speculation", "TS_ERR_JSON", options=b"42",
+    Case("spec-json-number", "resolve_speculation", "TSFFI_ERR_JSON", options=b"42",
          message=Has("options_json", "object")),
-    Case("spec-json-string", "resolve_speculation", "TS_ERR_JSON", options=b'"auto"',
+    Case("spec-json-string", "resolve_speculation", "TSFFI_ERR_JSON", options=b'"auto"',
          message=Has("options_json", "object")),
-    Case("spec-json-whitespace", "resolve_speculation", "TS_ERR_JSON", options=b"   ",
+    Case("spec-json-whitespace", "resolve_speculation", "TSFFI_ERR_JSON", options=b"   ",
          message=Has("options_json")),
-    Case("spec-null-out", "resolve_speculation", "TS_ERR_INVALID_ARGUMENT", options=b"{}",
+    Case("spec-null-out", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT", options=b"{}",
          null_out=True, message=Has("out_json")),
 
-    # ----- ts_resolve_drafter
-    Case("drafter-none", "resolve_drafter", "TS_OK", install="none",
+    # ----- tsffi_resolve_drafter
+    Case("drafter-none", "resolve_drafter", "TSFFI_OK", install="none",
          json=_choice("mtp", False, False)),
-    Case("drafter-mtp", "resolve_drafter", "TS_OK", install="mtp", json=CHOICE_MTP),
-    Case("drafter-dflash-only-note", "resolve_drafter", "TS_OK", install="dflash",
+    Case("drafter-mtp", "resolve_drafter", "TSFFI_OK", install="mtp", json=CHOICE_MTP),
+    Case("drafter-dflash-only-note", "resolve_drafter", "TSFFI_OK", install="dflash",
          json=CHOICE_NOTE),
-    Case("drafter-dflash-only-note-empty-options", "resolve_drafter", "TS_OK",
+    Case("drafter-dflash-only-note-empty-options", "resolve_drafter", "TSFFI_OK",
          install="dflash", options=b"", json=CHOICE_NOTE),
-    Case("drafter-dflash-only-note-auto", "resolve_drafter", "TS_OK", install="dflash",
+    Case("drafter-dflash-only-note-auto", "resolve_drafter", "TSFFI_OK", install="dflash",
          options=_j({"speculativeDrafter": "auto", "speculation": 2}), json=CHOICE_NOTE),
-    Case("drafter-both", "resolve_drafter", "TS_OK", install="both",
+    Case("drafter-both", "resolve_drafter", "TSFFI_OK", install="both",
          json=_choice("mtp", True, True)),
-    Case("drafter-moe", "resolve_drafter", "TS_OK", install="moe", json=CHOICE_MTP),
-    Case("drafter-unreadable-unknown", "resolve_drafter", "TS_OK", install="unreadable",
+    Case("drafter-moe", "resolve_drafter", "TSFFI_OK", install="moe", json=CHOICE_MTP),
+    Case("drafter-unreadable-unknown", "resolve_drafter", "TSFFI_OK", install="unreadable",
          json=_choice("mtp", None, None)),
-    Case("drafter-missing-unknown", "resolve_drafter", "TS_OK", install="missing",
+    Case("drafter-missing-unknown", "resolve_drafter", "TSFFI_OK", install="missing",
          json=_choice("mtp", None, None)),
-    Case("drafter-dflash-explicit", "resolve_drafter", "TS_OK", install="dflash",
+    Case("drafter-dflash-explicit", "resolve_drafter", "TSFFI_OK", install="dflash",
          options=_j({"speculativeDrafter": "dflash"}), json=_choice("dflash", False, True)),
-    Case("drafter-mtp-explicit-no-note", "resolve_drafter", "TS_OK", install="dflash",
+    Case("drafter-mtp-explicit-no-note", "resolve_drafter", "TSFFI_OK", install="dflash",
          options=_j({"speculativeDrafter": "mtp"}), json=_choice("mtp", False, True)),
-    Case("drafter-dflash-on-none", "resolve_drafter", "TS_OK", install="none",
+    Case("drafter-dflash-on-none", "resolve_drafter", "TSFFI_OK", install="none",
          options=_j({"speculativeDrafter": "dflash"}), json=_choice("dflash", False, False)),
-    Case("drafter-dflash-on-unreadable", "resolve_drafter", "TS_OK", install="unreadable",
+    Case("drafter-dflash-on-unreadable", "resolve_drafter", "TSFFI_OK", install="unreadable",
          options=_j({"speculativeDrafter": "dflash"}), json=_choice("dflash", None, None)),
-    Case("drafter-null-dir", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", model_dir=NULL,
+    Case("drafter-null-dir", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=NULL,
          message=Has("model_dir")),
-    Case("drafter-empty-dir", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", model_dir=b"",
+    Case("drafter-empty-dir", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=b"",
          message=Has("model_dir", "empty")),
-    Case("drafter-non-utf8-dir", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT",
+    Case("drafter-non-utf8-dir", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT",
          model_dir=b"/tmp/mod\xffels", message=Has("model_dir", "UTF-8")),
-    Case("drafter-bad-drafter", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+    Case("drafter-bad-drafter", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
          options=_j({"speculativeDrafter": "MTP"}), message=Has("speculativeDrafter", '"MTP"')),
-    Case("drafter-validates-speculation-too", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT",
+    Case("drafter-validates-speculation-too", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT",
          install="mtp", options=_j({"speculation": "fast"}), message=Has("speculation", '"fast"')),
-    Case("drafter-near-miss", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+    Case("drafter-near-miss", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
          options=_j({"speculativedrafter": "dflash"}),
          message=Has('"speculativedrafter"', '"speculativeDrafter"')),
-    Case("drafter-non-utf8-options", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT",
+    Case("drafter-non-utf8-options", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT",
          install="mtp", options=b'{"\x80": 1}', message=Has("options_json", "UTF-8")),
-    Case("drafter-json-array", "resolve_drafter", "TS_ERR_JSON", install="mtp",
+    Case("drafter-json-array", "resolve_drafter", "TSFFI_ERR_JSON", install="mtp",
          options=b'["dflash"]', message=Has("options_json")),
-    Case("drafter-json-broken", "resolve_drafter", "TS_ERR_JSON", install="mtp",
+    Case("drafter-json-broken", "resolve_drafter", "TSFFI_ERR_JSON", install="mtp",
          options=b'{"speculativeDrafter": }', message=Has("options_json")),
-    Case("drafter-null-out", "resolve_drafter", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+    Case("drafter-null-out", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
          null_out=True, message=Has("out_json")),
 
-    # ----- ts_draft_policies, fed exactly what ts_resolve_drafter returned
-    Case("policies-mtp-auto", "draft_policies", "TS_OK", choice=Chain("mtp"),
+    # ----- tsffi_draft_policies, fed exactly what tsffi_resolve_drafter returned
+    Case("policies-mtp-auto", "draft_policies", "TSFFI_OK", choice=Chain("mtp"),
          json=_pol(mtp=("auto", None))),
-    Case("policies-mtp-block", "draft_policies", "TS_OK", choice=Chain("mtp"),
+    Case("policies-mtp-block", "draft_policies", "TSFFI_OK", choice=Chain("mtp"),
          options=_j({"speculation": 3}), json=_pol(mtp=("fixed", 3))),
-    Case("policies-mtp-off", "draft_policies", "TS_OK", choice=Chain("mtp"),
+    Case("policies-mtp-off", "draft_policies", "TSFFI_OK", choice=Chain("mtp"),
          options=_j({"speculation": "off"}), json=OFF_OFF),
-    Case("policies-note-auto", "draft_policies", "TS_OK", choice=Chain("dflash"),
+    Case("policies-note-auto", "draft_policies", "TSFFI_OK", choice=Chain("dflash"),
          json=OFF_OFF),
-    Case("policies-note-block-does-not-ask-open", "draft_policies", "TS_OK",
+    Case("policies-note-block-does-not-ask-open", "draft_policies", "TSFFI_OK",
          choice=Chain("dflash"), options=_j({"speculation": 2}), json=OFF_OFF),
-    Case("policies-dflash-explicit-block", "draft_policies", "TS_OK",
+    Case("policies-dflash-explicit-block", "draft_policies", "TSFFI_OK",
          choice=Chain("dflash", _j({"speculativeDrafter": "dflash"})),
          options=_j({"speculation": 2}), json=_pol(dflash=("fixed", 2))),
-    Case("policies-dflash-explicit-auto", "draft_policies", "TS_OK",
+    Case("policies-dflash-explicit-auto", "draft_policies", "TSFFI_OK",
          choice=Chain("dflash", _j({"speculativeDrafter": "dflash"})),
          json=_pol(dflash=("auto", None))),
-    Case("policies-headless-mtp-block", "draft_policies", "TS_OK", choice=Chain("none"),
+    Case("policies-headless-mtp-block", "draft_policies", "TSFFI_OK", choice=Chain("none"),
          options=_j({"speculation": 2}), json=OFF_OFF),
-    Case("policies-headless-mtp-auto", "draft_policies", "TS_OK", choice=Chain("none"),
+    Case("policies-headless-mtp-auto", "draft_policies", "TSFFI_OK", choice=Chain("none"),
          json=_pol(mtp=("auto", None))),
-    Case("policies-headless-dflash-block", "draft_policies", "TS_OK",
+    Case("policies-headless-dflash-block", "draft_policies", "TSFFI_OK",
          choice=Chain("none", _j({"speculativeDrafter": "dflash"})),
          options=_j({"speculation": 2}), json=OFF_OFF),
-    Case("policies-unknown-keeps-asking-mtp", "draft_policies", "TS_OK",
+    Case("policies-unknown-keeps-asking-mtp", "draft_policies", "TSFFI_OK",
          choice=Chain("unreadable"), options=_j({"speculation": 2}),
          json=_pol(mtp=("fixed", 2))),
-    Case("policies-unknown-keeps-asking-dflash", "draft_policies", "TS_OK",
+    Case("policies-unknown-keeps-asking-dflash", "draft_policies", "TSFFI_OK",
          choice=Chain("missing", _j({"speculativeDrafter": "dflash"})),
          options=_j({"speculation": 2}), json=_pol(dflash=("fixed", 2))),
-    Case("policies-both-block", "draft_policies", "TS_OK", choice=Chain("both"),
+    Case("policies-both-block", "draft_policies", "TSFFI_OK", choice=Chain("both"),
          options=_j({"speculation": "5"}), json=_pol(mtp=("fixed", 5))),
-    Case("policies-hand-written-choice", "draft_policies", "TS_OK",
+    Case("policies-hand-written-choice", "draft_policies", "TSFFI_OK",
          choice=_j(_choice("dflash", True, True)), options=_j({"speculation": 7}),
          json=_pol(dflash=("fixed", 7))),
-    Case("policies-null-choice", "draft_policies", "TS_ERR_INVALID_ARGUMENT", choice=NULL,
+    Case("policies-null-choice", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT", choice=NULL,
          message=Has("choice_json")),
-    Case("policies-choice-not-json", "draft_policies", "TS_ERR_JSON", choice=b"{drafter}",
+    Case("policies-choice-not-json", "draft_policies", "TSFFI_ERR_JSON", choice=b"{drafter}",
          message=Has("choice_json")),
-    Case("policies-choice-empty", "draft_policies", "TS_ERR_JSON", choice=b"",
+    Case("policies-choice-empty", "draft_policies", "TSFFI_ERR_JSON", choice=b"",
          message=Has("choice_json")),
-    Case("policies-choice-array", "draft_policies", "TS_ERR_JSON", choice=b"[]",
+    Case("policies-choice-array", "draft_policies", "TSFFI_ERR_JSON", choice=b"[]",
          message=Has("choice_json", "object")),
-    Case("policies-choice-missing-keys", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+    Case("policies-choice-missing-keys", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=_j({"drafter": "mtp"}), message=Has("choice_json", "installHasMtpHead")),
-    Case("policies-choice-extra-key", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+    Case("policies-choice-extra-key", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=_j({**CHOICE_MTP, "block": 2}), message=Has("choice_json", '"block"')),
-    Case("policies-choice-bad-drafter", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+    Case("policies-choice-bad-drafter", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=_j({**CHOICE_MTP, "drafter": "eagle"}), message=Has("choice_json", '"eagle"')),
-    Case("policies-choice-bad-flag", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+    Case("policies-choice-bad-flag", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=_j({**CHOICE_MTP, "installHasMtpHead": "yes"}),
          message=Has("choice_json", "installHasMtpHead")),
-    Case("policies-choice-non-utf8", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+    Case("policies-choice-non-utf8", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=b'{"drafter": "mtp\xff"}', message=Has("choice_json", "UTF-8")),
-    Case("policies-bad-option", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+    Case("policies-bad-option", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=Chain("mtp"), options=_j({"speculation": "fast"}),
          message=Has("speculation", '"fast"')),
-    Case("policies-near-miss", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+    Case("policies-near-miss", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=Chain("mtp"), options=_j({"speculatio": 2}),
          message=Has('"speculatio"', '"speculation"')),
-    Case("policies-options-json", "draft_policies", "TS_ERR_JSON", choice=Chain("mtp"),
+    Case("policies-options-json", "draft_policies", "TSFFI_ERR_JSON", choice=Chain("mtp"),
          options=b"[2]", message=Has("options_json")),
-    Case("policies-null-out", "draft_policies", "TS_ERR_INVALID_ARGUMENT",
+    Case("policies-null-out", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=_j(CHOICE_MTP), null_out=True, message=Has("out_json")),
 
-    # ----- ts_speculation_plan: the whole flow
-    Case("plan-dflash-only-auto-note", "speculation_plan", "TS_OK", install="dflash",
+    # ----- tsffi_speculation_plan: the whole flow
+    Case("plan-dflash-only-auto-note", "speculation_plan", "TSFFI_OK", install="dflash",
          options=b"{}", json=_plan(CHOICE_NOTE, OFF_OFF, _spec(None, None, DFLASH_NOTE))),
-    Case("plan-dflash-only-null-options", "speculation_plan", "TS_OK", install="dflash",
+    Case("plan-dflash-only-null-options", "speculation_plan", "TSFFI_OK", install="dflash",
          options=NULL, json=_plan(CHOICE_NOTE, OFF_OFF, _spec(None, None, DFLASH_NOTE))),
-    Case("plan-dflash-only-block-refused", "speculation_plan", "TS_ERR_REFUSED",
+    Case("plan-dflash-only-block-refused", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="dflash", options=_j({"speculation": 2}), message=REFUSAL_PREFIX + DFLASH_NOTE),
-    Case("plan-note-outranks-engine-blocker", "speculation_plan", "TS_OK", install="dflash",
+    Case("plan-note-outranks-engine-blocker", "speculation_plan", "TSFFI_OK", install="dflash",
          options=_j({"engineBlocker": VISION_BLOCKER}),
          json=_plan(CHOICE_NOTE, OFF_OFF, _spec(None, None, DFLASH_NOTE))),
-    Case("plan-dflash-opt-in", "speculation_plan", "TS_OK", install="dflash",
+    Case("plan-dflash-opt-in", "speculation_plan", "TSFFI_OK", install="dflash",
          options=_j({"speculativeDrafter": "dflash", "speculation": 2}),
          json=_plan(_choice("dflash", False, True), _pol(dflash=("fixed", 2)),
                     _spec(2, "dflash"))),
-    Case("plan-dflash-opt-in-auto", "speculation_plan", "TS_OK", install="dflash",
+    Case("plan-dflash-opt-in-auto", "speculation_plan", "TSFFI_OK", install="dflash",
          options=_j({"speculativeDrafter": "dflash"}),
          json=_plan(_choice("dflash", False, True), _pol(dflash=("auto", None)),
                     _spec(2, "dflash"))),
-    Case("plan-dflash-opt-in-sampled-auto", "speculation_plan", "TS_OK", install="dflash",
+    Case("plan-dflash-opt-in-sampled-auto", "speculation_plan", "TSFFI_OK", install="dflash",
          options=_j({"speculativeDrafter": "dflash", "temperature": 0.7}),
          json=_plan(_choice("dflash", False, True), _pol(dflash=("auto", None)),
                     _spec(None, None, SAMPLED_REASON))),
-    Case("plan-dflash-opt-in-sampled-block", "speculation_plan", "TS_ERR_REFUSED",
+    Case("plan-dflash-opt-in-sampled-block", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="dflash",
          options=_j({"speculativeDrafter": "dflash", "speculation": 2, "temperature": 0.7}),
          message=REFUSAL_PREFIX + SAMPLED_REASON),
-    Case("plan-mtp-auto", "speculation_plan", "TS_OK", install="mtp", options=b"{}",
+    Case("plan-mtp-auto", "speculation_plan", "TSFFI_OK", install="mtp", options=b"{}",
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(2, "mtp"))),
-    Case("plan-mtp-block", "speculation_plan", "TS_OK", install="mtp",
+    Case("plan-mtp-block", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"speculation": 3}),
          json=_plan(CHOICE_MTP, _pol(mtp=("fixed", 3)), _spec(3, "mtp"))),
-    Case("plan-mtp-off", "speculation_plan", "TS_OK", install="mtp",
+    Case("plan-mtp-off", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"speculation": "off"}), json=_plan(CHOICE_MTP, OFF_OFF, _spec(None, None))),
-    Case("plan-mtp-block-16", "speculation_plan", "TS_ERR_REFUSED", install="mtp",
+    Case("plan-mtp-block-16", "speculation_plan", "TSFFI_ERR_REFUSED", install="mtp",
          options=_j({"speculation": 16}), message=out_of_range(16)),
-    Case("plan-mtp-engine-blocker", "speculation_plan", "TS_OK", install="mtp",
+    Case("plan-mtp-engine-blocker", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"engineBlocker": VISION_BLOCKER}),
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(None, None, VISION_BLOCKER))),
-    Case("plan-mtp-engine-blocker-block", "speculation_plan", "TS_ERR_REFUSED",
+    Case("plan-mtp-engine-blocker-block", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="mtp", options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 2}),
          message=REFUSAL_PREFIX + VISION_BLOCKER),
-    Case("plan-both-auto", "speculation_plan", "TS_OK", install="both", options=b"{}",
+    Case("plan-both-auto", "speculation_plan", "TSFFI_OK", install="both", options=b"{}",
          json=_plan(_choice("mtp", True, True), _pol(mtp=("auto", None)), _spec(2, "mtp"))),
-    Case("plan-none-auto-preview", "speculation_plan", "TS_OK", install="none",
+    Case("plan-none-auto-preview", "speculation_plan", "TSFFI_OK", install="none",
          options=b"{}",
          json=_plan(_choice("mtp", False, False), _pol(mtp=("auto", None)),
                     _spec(None, None, NO_HEAD))),
-    Case("plan-none-block-refused", "speculation_plan", "TS_ERR_REFUSED", install="none",
+    Case("plan-none-block-refused", "speculation_plan", "TSFFI_ERR_REFUSED", install="none",
          options=_j({"speculation": 2}), message=Has(REFUSAL_PREFIX, *NO_HEAD.parts)),
-    Case("plan-none-engine-blocker-null", "speculation_plan", "TS_OK", install="none",
+    Case("plan-none-engine-blocker-null", "speculation_plan", "TSFFI_OK", install="none",
          options=_j({"engineBlocker": None}),
          json=_plan(_choice("mtp", False, False), _pol(mtp=("auto", None)), _spec(2, "mtp"))),
-    Case("plan-moe-auto", "speculation_plan", "TS_OK", install="moe", options=b"{}",
+    Case("plan-moe-auto", "speculation_plan", "TSFFI_OK", install="moe", options=b"{}",
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(None, None, MOE_8))),
-    Case("plan-unreadable-auto", "speculation_plan", "TS_OK", install="unreadable",
+    Case("plan-unreadable-auto", "speculation_plan", "TSFFI_OK", install="unreadable",
          options=b"{}",
          json=_plan(_choice("mtp", None, None), _pol(mtp=("auto", None)),
                     _spec(None, None, Has("resident index")))),
-    Case("plan-missing-block-refused", "speculation_plan", "TS_ERR_REFUSED",
+    Case("plan-missing-block-refused", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="missing", options=_j({"speculation": 2}),
          message=Has(REFUSAL_PREFIX, "model_weights.bin")),
-    Case("plan-ignored-keys", "speculation_plan", "TS_OK", install="mtp",
+    Case("plan-ignored-keys", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"contextLength": 4096, "speculation": "auto", "kvCache": {"bits": 8}}),
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(2, "mtp"),
                     ignored=("contextLength", "kvCache"))),
-    Case("plan-near-miss", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", install="dflash",
+    Case("plan-near-miss", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="dflash",
          options=_j({"speculativeDrafters": "dflash"}),
          message=Has('"speculativeDrafters"', '"speculativeDrafter"')),
-    Case("plan-bad-value", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", install="dflash",
+    Case("plan-bad-value", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="dflash",
          options=_j({"speculativeDrafter": "DFLASH"}), message=Has("speculativeDrafter")),
-    Case("plan-json", "speculation_plan", "TS_ERR_JSON", install="dflash", options=b"{,}",
+    Case("plan-json", "speculation_plan", "TSFFI_ERR_JSON", install="dflash", options=b"{,}",
          message=Has("options_json")),
-    Case("plan-json-not-object", "speculation_plan", "TS_ERR_JSON", install="dflash",
+    Case("plan-json-not-object", "speculation_plan", "TSFFI_ERR_JSON", install="dflash",
          options=b"true", message=Has("options_json", "object")),
-    Case("plan-null-dir", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", model_dir=NULL,
+    Case("plan-null-dir", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=NULL,
          options=b"{}", message=Has("model_dir")),
-    Case("plan-empty-dir", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", model_dir=b"",
+    Case("plan-empty-dir", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=b"",
          options=b"{}", message=Has("model_dir")),
-    Case("plan-non-utf8-dir", "speculation_plan", "TS_ERR_INVALID_ARGUMENT",
+    Case("plan-non-utf8-dir", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
          model_dir=b"\xc0\xafetc", message=Has("model_dir", "UTF-8")),
-    Case("plan-null-out", "speculation_plan", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+    Case("plan-null-out", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
          null_out=True, message=Has("out_json")),
 
-    # ----- ts_install_info_json
-    Case("info-mtp", "install_info", "TS_OK", install="mtp", json=Subset(
+    # ----- tsffi_install_info_json
+    Case("info-mtp", "install_info", "TSFFI_OK", install="mtp", json=Subset(
         indexReadable=True, indexError=None, installHasMtpHead=True, installHasDflash=False,
         mtpHead=Subset(present=True, tensors=15, expected=15, complete=True, missing=[]),
         dflashDrafter=Subset(present=False, tensors=0, expected=81, complete=False),
         probe=Subset(layer=3, present=True, dtype=4, verifyCovers=True),
         experts=Subset(expertsPerLayer=0), blockerPreview=Subset(mtp=None))),
-    Case("info-dflash-only", "install_info", "TS_OK", install="dflash", json=Subset(
+    Case("info-dflash-only", "install_info", "TSFFI_OK", install="dflash", json=Subset(
         indexReadable=True, indexError=None, installHasMtpHead=False, installHasDflash=True,
         mtpHead=Subset(present=False, tensors=0, complete=False),
         dflashDrafter=Subset(present=True, tensors=81, expected=81, complete=True, missing=[]),
         blockerPreview=Subset(dflash=None, mtp=NO_HEAD))),
-    Case("info-both", "install_info", "TS_OK", install="both", json=Subset(
+    Case("info-both", "install_info", "TSFFI_OK", install="both", json=Subset(
         indexReadable=True, installHasMtpHead=True, installHasDflash=True,
         blockerPreview={"mtp": None, "dflash": None})),
-    Case("info-none", "install_info", "TS_OK", install="none", json=Subset(
+    Case("info-none", "install_info", "TSFFI_OK", install="none", json=Subset(
         indexReadable=True, installHasMtpHead=False, installHasDflash=False,
         blockerPreview=Subset(mtp=NO_HEAD))),
-    Case("info-moe", "install_info", "TS_OK", install="moe", json=Subset(
+    Case("info-moe", "install_info", "TSFFI_OK", install="moe", json=Subset(
         indexReadable=True, installHasMtpHead=True,
         experts=Subset(layoutPresent=True, expertsPerLayer=8, numLayers=4, error=None),
         blockerPreview=Subset(mtp=MOE_8, dflash=MOE_8))),
-    Case("info-unreadable", "install_info", "TS_OK", install="unreadable", json=Subset(
+    Case("info-unreadable", "install_info", "TSFFI_OK", install="unreadable", json=Subset(
         indexReadable=False, indexError=Has("resident index"), entryCount=None,
         indexBytes=None, installHasMtpHead=None, installHasDflash=None, probe=None)),
-    Case("info-missing", "install_info", "TS_OK", install="missing", json=Subset(
+    Case("info-missing", "install_info", "TSFFI_OK", install="missing", json=Subset(
         indexReadable=False, indexError=Has("model_weights.bin"), entryCount=None,
         installHasMtpHead=None, installHasDflash=None)),
-    Case("info-null-dir", "install_info", "TS_ERR_INVALID_ARGUMENT", model_dir=NULL,
+    Case("info-null-dir", "install_info", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=NULL,
          message=Has("model_dir")),
-    Case("info-empty-dir", "install_info", "TS_ERR_INVALID_ARGUMENT", model_dir=b"",
+    Case("info-empty-dir", "install_info", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=b"",
          message=Has("model_dir")),
-    Case("info-non-utf8-dir", "install_info", "TS_ERR_INVALID_ARGUMENT",
+    Case("info-non-utf8-dir", "install_info", "TSFFI_ERR_INVALID_ARGUMENT",
          model_dir=b"/\xfe", message=Has("model_dir", "UTF-8")),
-    Case("info-null-out", "install_info", "TS_ERR_INVALID_ARGUMENT", install="mtp",
+    Case("info-null-out", "install_info", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
          null_out=True, message=Has("out_json")),
 ]
 
@@ -589,15 +589,15 @@ assert all(c.fn in FUNCTIONS for c in CASES)
 # The status codes, from the header (the one source of the numbers). Read
 # tolerating a trailing comment on the #define line, as the header writes them.
 
-CONTRACT_CODES = {"TS_OK": 0, "TS_ERR_INVALID_ARGUMENT": 1, "TS_ERR_REFUSED": 2,
-                  "TS_ERR_JSON": 4, "TS_ERR_INTERNAL": 6, "TS_ERR_RUNTIME": 9}
+CONTRACT_CODES = {"TSFFI_OK": 0, "TSFFI_ERR_INVALID_ARGUMENT": 1, "TSFFI_ERR_REFUSED": 2,
+                  "TSFFI_ERR_JSON": 4, "TSFFI_ERR_INTERNAL": 6, "TSFFI_ERR_RUNTIME": 9}
 
 
 def header_codes(header: Path) -> dict[str, int]:
     import re
     text = re.sub(r"/\*.*?\*/", " ", header.read_text(), flags=re.S)
     return {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"^\s*#\s*define\s+(TS_[A-Z0-9_]+)\s+(\d+)\s*$", text, re.M)}
+            re.finditer(r"^\s*#\s*define\s+(TSFFI_[A-Z0-9_]+)\s+(\d+)u?\s*$", text, re.M)}
 
 
 # ---------------------------------------------------------------------------
@@ -694,11 +694,11 @@ def check_call(outcome: Outcome, codes: dict[str, int], where: str) -> list[str]
     problems = list(outcome.problems)
     if outcome.out_untouched:
         problems.append(f"{where}: *out_json was left as the caller's garbage pointer")
-    if outcome.status == codes["TS_OK"]:
+    if outcome.status == codes["TSFFI_OK"]:
         if outcome.out is None:
-            problems.append(f"{where}: TS_OK with a NULL result")
+            problems.append(f"{where}: TSFFI_OK with a NULL result")
         if outcome.err != "":
-            problems.append(f"{where}: TS_OK left a last error {outcome.err!r} "
+            problems.append(f"{where}: TSFFI_OK left a last error {outcome.err!r} "
                             "(it must be cleared on entry)")
     else:
         if outcome.out is not None:
@@ -716,15 +716,15 @@ def check(case: Case, outcomes: list[Outcome], codes: dict[str, int]) -> None:
     for i, outcome in enumerate(outcomes):
         problems += check_call(outcome, codes, f"call {i}")
     for outcome in outcomes[:-1]:
-        if outcome.status != codes["TS_OK"]:
-            problems.append(f"the chained ts_resolve_drafter failed: {outcome.status} "
+        if outcome.status != codes["TSFFI_OK"]:
+            problems.append(f"the chained tsffi_resolve_drafter failed: {outcome.status} "
                             f"{outcome.err!r}")
     last = outcomes[-1]
     want = codes[case.status]
     if last.status != want:
         problems.append(f"status {last.status} (err {last.err!r}), expected {case.status} "
                         f"({want})")
-    elif want == codes["TS_OK"]:
+    elif want == codes["TSFFI_OK"]:
         try:
             value = json.loads(last.out)
         except (TypeError, ValueError) as exc:
@@ -798,7 +798,7 @@ def parse_host_line(line: str, fn: str) -> Outcome:
     problems = []
     if " ERRLEN=" in err_text:
         err_text, lengths = err_text.split(" ERRLEN=", 1)
-        problems.append(f"ts_last_error lengths disagree (NULL query/full copy/strlen): "
+        problems.append(f"tsffi_last_error lengths disagree (NULL query/full copy/strlen): "
                         f"{lengths}")
     untouched = out_text == "GARBAGE"
     out = None if out_text in ("NULL", "GARBAGE") else unescape(out_text)
@@ -806,8 +806,8 @@ def parse_host_line(line: str, fn: str) -> Outcome:
 
 
 # Every function with valid arguments, for the library that cannot start its
-# runtime: each must return TS_ERR_RUNTIME (twice: "every later call returns
-# it too"), never TS_OK.
+# runtime: each must return TSFFI_ERR_RUNTIME (twice: "every later call returns
+# it too"), never TSFFI_OK.
 def runtime_calls(paths: dict[str, Path]) -> list[Call]:
     d = os.fsencode(paths["mtp"])
     choice = json.dumps(CHOICE_MTP).encode()

@@ -41,9 +41,9 @@ def pytest_configure(config):
 
 
 def header_constants() -> dict[str, int]:
-    """Every `#define TS_NAME <int>` of the header: the one source of the codes."""
+    """Every `#define TSFFI_NAME <int>` of the header: the one source of the codes."""
     return {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"^#define\s+(TS_[A-Z0-9_]+)\s+(\d+)\s*(?:/\*.*)?$", HEADER.read_text(), re.M)}
+            re.finditer(r"^#define\s+(TSFFI_[A-Z0-9_]+)\s+(\d+)u?\s*(?:/\*.*)?$", HEADER.read_text(), re.M)}
 
 
 @pytest.fixture(scope="session")
@@ -108,18 +108,18 @@ OUT = ctypes.POINTER(ctypes.c_void_p)
 
 def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     c = ctypes
-    lib.ts_abi_version.argtypes, lib.ts_abi_version.restype = [], c.c_uint32
-    lib.ts_build_info_json.argtypes, lib.ts_build_info_json.restype = [OUT], c.c_int32
-    lib.ts_last_error.argtypes = [c.POINTER(c.c_char), c.c_size_t]
-    lib.ts_last_error.restype = c.c_size_t
-    lib.ts_string_free.argtypes, lib.ts_string_free.restype = [c.c_void_p], None
-    for name in ("ts_resolve_drafter", "ts_draft_policies", "ts_speculation_plan"):
+    lib.tsffi_abi_version.argtypes, lib.tsffi_abi_version.restype = [], c.c_uint32
+    lib.tsffi_build_info_json.argtypes, lib.tsffi_build_info_json.restype = [OUT], c.c_int32
+    lib.tsffi_last_error.argtypes = [c.POINTER(c.c_char), c.c_size_t]
+    lib.tsffi_last_error.restype = c.c_size_t
+    lib.tsffi_string_free.argtypes, lib.tsffi_string_free.restype = [c.c_void_p], None
+    for name in ("tsffi_resolve_drafter", "tsffi_draft_policies", "tsffi_speculation_plan"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [c.c_char_p, c.c_char_p, OUT], c.c_int32
-    lib.ts_resolve_speculation.argtypes = [c.c_char_p, OUT]
-    lib.ts_resolve_speculation.restype = c.c_int32
-    lib.ts_install_info_json.argtypes = [c.c_char_p, OUT]
-    lib.ts_install_info_json.restype = c.c_int32
+    lib.tsffi_resolve_speculation.argtypes = [c.c_char_p, OUT]
+    lib.tsffi_resolve_speculation.restype = c.c_int32
+    lib.tsffi_install_info_json.argtypes = [c.c_char_p, OUT]
+    lib.tsffi_install_info_json.restype = c.c_int32
     return lib
 
 
@@ -147,8 +147,8 @@ def loaded(library_path) -> Loaded:
     before = _all_signal_handlers()
     lib = declare(ctypes.CDLL(str(library_path)))
     out = ctypes.c_void_p()
-    first = lib.ts_build_info_json(ctypes.byref(out))
-    lib.ts_string_free(out)
+    first = lib.tsffi_build_info_json(ctypes.byref(out))
+    lib.tsffi_string_free(out)
     return Loaded(lib, before, _all_signal_handlers(), first)
 
 

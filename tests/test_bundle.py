@@ -49,14 +49,14 @@ HOST_C = r"""
 const char *interpose_log(size_t *len);
 
 static void record(const char *key, int32_t status, const char *out) {
-    if (status == TS_OK) {
+    if (status == TSFFI_OK) {
         printf("REC\t%s\t%d\t%s\n", key, (int)status, out);
     } else {
-        size_t len = ts_last_error(NULL, 0);
+        size_t len = tsffi_last_error(NULL, 0);
         char *msg = malloc(len + 1);
         if (msg == NULL)
             exit(3);
-        ts_last_error(msg, len + 1);
+        tsffi_last_error(msg, len + 1);
         printf("REC\t%s\t%d\t%s\n", key, (int)status, msg);
         free(msg);
     }
@@ -67,7 +67,7 @@ static void record(const char *key, int32_t status, const char *out) {
         char *out = NULL;                     \
         int32_t status = (expr);              \
         record(key, status, out);             \
-        ts_string_free(out);                  \
+        tsffi_string_free(out);                  \
     } while (0)
 
 int main(int argc, char **argv) {
@@ -85,24 +85,24 @@ int main(int argc, char **argv) {
     }
     dflash = argv[1];
     none = argv[2];
-    printf("REC\tabi\t0\t%u\n", ts_abi_version());
-    CALL("info", ts_build_info_json(&out));
-    CALL("drafter", ts_resolve_drafter(dflash, NULL, &out));
-    CALL("plan_auto", ts_speculation_plan(dflash, "{}", &out));
-    CALL("plan_2", ts_speculation_plan(dflash, "{\"speculation\": 2}", &out));
-    CALL("plan_dflash_2", ts_speculation_plan(
+    printf("REC\tabi\t0\t%u\n", tsffi_abi_version());
+    CALL("info", tsffi_build_info_json(&out));
+    CALL("drafter", tsffi_resolve_drafter(dflash, NULL, &out));
+    CALL("plan_auto", tsffi_speculation_plan(dflash, "{}", &out));
+    CALL("plan_2", tsffi_speculation_plan(dflash, "{\"speculation\": 2}", &out));
+    CALL("plan_dflash_2", tsffi_speculation_plan(
         dflash, "{\"speculativeDrafter\": \"dflash\", \"speculation\": 2}", &out));
-    CALL("bad_json", ts_speculation_plan(dflash, "{not json", &out));
-    CALL("near_miss", ts_resolve_speculation("{\"speculaton\": 2}", &out));
-    CALL("sampled", ts_resolve_speculation(
+    CALL("bad_json", tsffi_speculation_plan(dflash, "{not json", &out));
+    CALL("near_miss", tsffi_resolve_speculation("{\"speculaton\": 2}", &out));
+    CALL("sampled", tsffi_resolve_speculation(
         "{\"speculation\": 2, \"speculativeDrafter\": \"dflash\", \"temperature\": 0.7}",
         &out));
-    CALL("install_info", ts_install_info_json(dflash, &out));
-    CALL("install_info_none", ts_install_info_json(none, &out));
-    CALL("plan_none_2", ts_speculation_plan(none, "{\"speculation\": 2}", &out));
-    if (ts_resolve_drafter(dflash, "{}", &choice) == TS_OK) {
-        CALL("policies", ts_draft_policies(choice, "{\"speculation\": 2}", &out));
-        ts_string_free(choice);
+    CALL("install_info", tsffi_install_info_json(dflash, &out));
+    CALL("install_info_none", tsffi_install_info_json(none, &out));
+    CALL("plan_none_2", tsffi_speculation_plan(none, "{\"speculation\": 2}", &out));
+    if (tsffi_resolve_drafter(dflash, "{}", &choice) == TSFFI_OK) {
+        CALL("policies", tsffi_draft_policies(choice, "{\"speculation\": 2}", &out));
+        tsffi_string_free(choice);
     }
 
     log = interpose_log(&len); /* stops recording */
@@ -134,14 +134,14 @@ INTERPOSE_C = r"""
 #define O_CREAT_ 0100
 #define O_TMPFILE_ 020200000
 
-static char ts_log[1 << 20];
-static size_t ts_log_len;
-static int ts_log_off;
+static char tsffi_log[1 << 20];
+static size_t tsffi_log_len;
+static int tsffi_log_off;
 
 static void put(const char *s, size_t n) {
-    if (ts_log_len + n < sizeof ts_log) {
-        memcpy(ts_log + ts_log_len, s, n);
-        ts_log_len += n;
+    if (tsffi_log_len + n < sizeof tsffi_log) {
+        memcpy(tsffi_log + tsffi_log_len, s, n);
+        tsffi_log_len += n;
     }
 }
 
@@ -149,7 +149,7 @@ static long (*real_readlink)(const char *, char *, size_t);
 
 static void note_at(const char *op, int dirfd, const char *path) {
     char dir[4096];
-    if (ts_log_off || path == NULL)
+    if (tsffi_log_off || path == NULL)
         return;
     put("OPEN\t", 5);
     put(op, strlen(op));
@@ -181,9 +181,9 @@ static void note_at(const char *op, int dirfd, const char *path) {
 static void note(const char *op, const char *path) { note_at(op, AT_FDCWD_, path); }
 
 const char *interpose_log(size_t *len) {
-    ts_log_off = 1;
-    *len = ts_log_len;
-    return ts_log;
+    tsffi_log_off = 1;
+    *len = tsffi_log_len;
+    return tsffi_log;
 }
 
 #define REAL(name) \
@@ -510,9 +510,9 @@ def test_size_is_reported_and_under_target(built, capsys):
 def test_host_answers_through_the_moved_bundle(host_run, installs):
     recs = host_run["recs"]
     dflash, _ = installs
-    assert recs["abi"] == (0, str(CODES["TS_ABI_VERSION"]))
+    assert recs["abi"] == (0, str(CODES["TSFFI_ABI_VERSION"]))
     status, drafter = recs["drafter"]
-    assert status == CODES["TS_OK"], drafter
+    assert status == CODES["TSFFI_OK"], drafter
     drafter = json.loads(drafter)
     assert drafter["drafter"] == "mtp" and drafter["installHasDflash"] is True
     assert drafter["note"] == DFLASH_AUTO_NOTE  # verbatim
@@ -521,11 +521,11 @@ def test_host_answers_through_the_moved_bundle(host_run, installs):
     # The refusal: the seed's message, exactly what the Python API raises.
     with pytest.raises(SpeculationRefused) as refused:
         speculation_plan(str(dflash), parse_options('{"speculation": 2}'))
-    assert recs["plan_2"] == (CODES["TS_ERR_REFUSED"], str(refused.value))
+    assert recs["plan_2"] == (CODES["TSFFI_ERR_REFUSED"], str(refused.value))
     assert str(refused.value).startswith("--speculative was asked for but cannot be served: ")
-    assert recs["bad_json"][0] == CODES["TS_ERR_JSON"]
-    assert recs["near_miss"][0] == CODES["TS_ERR_INVALID_ARGUMENT"]
-    assert recs["sampled"][0] == CODES["TS_ERR_REFUSED"]
+    assert recs["bad_json"][0] == CODES["TSFFI_ERR_JSON"]
+    assert recs["near_miss"][0] == CODES["TSFFI_ERR_INVALID_ARGUMENT"]
+    assert recs["sampled"][0] == CODES["TSFFI_ERR_REFUSED"]
     assert json.loads(recs["install_info"][1])["installHasDflash"] is True
 
 
@@ -539,7 +539,7 @@ def test_host_answers_match_the_unbundled_library(host_run, oracle_run):
 def test_build_info_paths_lie_inside_the_moved_bundle(host_run, built):
     moved, _, written, _ = built
     status, text = host_run["recs"]["info"]
-    assert status == CODES["TS_OK"], text
+    assert status == CODES["TSFFI_OK"], text
     info = json.loads(text)
     assert info["ownsInterpreter"] is True
     assert info["library"] == str(moved / "lib" / "libturbospark_ffi.so")
@@ -704,7 +704,7 @@ def test_python_dash_m(tmp_path):
 
 def test_rpath_rewrite_and_strip_on_a_fresh_library(tmp_path):
     src = tmp_path / "t.c"
-    src.write_text("int ts_test_answer(void) { return 42; }\n")
+    src.write_text("int tsffi_test_answer(void) { return 42; }\n")
     long_so = tmp_path / "liblong.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-g", "-o", str(long_so), str(src),
                     "-Wl,-rpath,/a/very/long/build/machine/path:/and/another"], check=True)
@@ -715,7 +715,7 @@ def test_rpath_rewrite_and_strip_on_a_fresh_library(tmp_path):
                          check=True).stdout
     assert "Library runpath: [$ORIGIN]" in out
     import ctypes
-    assert ctypes.CDLL(str(long_so)).ts_test_answer() == 42
+    assert ctypes.CDLL(str(long_so)).tsffi_test_answer() == 42
     # Too short to hold "$ORIGIN": refused, the file untouched.
     short_so = tmp_path / "libshort.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(short_so), str(src),

@@ -87,7 +87,7 @@ class Hosts:
 
     def dlopen(self) -> Path:
         return self.get("case_host_dlopen", "case_host.c", link_library=False,
-                        extra=["-DTS_HOST_DLOPEN"])
+                        extra=["-DTSFFI_HOST_DLOPEN"])
 
 
 @pytest.fixture(scope="session")
@@ -125,7 +125,7 @@ def host_runs(hosts, case_file):
 
 def outcomes_of(result, spans, cases=CASES):
     lines = stdout_lines(result)
-    assert lines[0] == "abi 1", lines[:1]
+    assert lines[0] == "abi 2", lines[:1]
     assert lines[-1] == "done", lines[-1:]
     body = lines[1:-1]
     assert len(body) == spans[-1].stop, "one output line per call"
@@ -159,7 +159,7 @@ def test_library_writes_nothing_to_the_hosts_streams(variant, host_runs, case_fi
     _, spans = case_file
     lines = stdout_lines(result)
     assert len(lines) == spans[-1].stop + 2
-    assert all(line == "abi 1" or line == "done" or line.split(" ", 1)[0] in abi_cases.FUNCTIONS
+    assert all(line == "abi 2" or line == "done" or line.split(" ", 1)[0] in abi_cases.FUNCTIONS
                for line in lines)
 
 
@@ -207,7 +207,7 @@ def test_build_info_through_c(host_runs, case_file):
     _, spans = case_file
     (info,) = outcomes_of(host_runs["linked"], spans)["build-info"]
     value = json.loads(info.out)
-    assert value["abiVersion"] == 1
+    assert value["abiVersion"] == 2
     assert value["version"] == turbospark_ffi.__version__
     assert value["python"] == platform.python_version()
     assert value["library"] == os.path.realpath(LIBRARY)
@@ -231,7 +231,7 @@ def test_build_info_under_env_i_pins_the_built_python(host_runs, case_file):
 # Last error, threads, signals.
 
 def _utf8_cut(message: str, cap: int) -> int:
-    """Bytes ts_last_error copies for `cap`: at most cap - 1, never half a character."""
+    """Bytes tsffi_last_error copies for `cap`: at most cap - 1, never half a character."""
     data = message.encode("utf-8")
     n = min(len(data), max(cap - 1, 0))
     while n > 0 and n < len(data) and (data[n] & 0xC0) == 0x80:
@@ -259,13 +259,13 @@ def test_last_error_semantics(hosts, installs):
     expected += [
         f"capL ret={L} strlen={L - 1} beyond=#",
         f"capL+1 ret={L} strlen={L} beyond=#",
-        f"reread len={L}", f"abi_version=1 len={L}",
+        f"reread len={L}", f"abi_version=2 len={L}",
         f"string_free(NULL) len={L}", f"string_free(result) len={L}",
         "replaced status=4 len_changed=1",
         "replaced mentions_options_json=1 mentions_block=0",
     ]
-    for fn in ("ts_build_info_json", "ts_resolve_drafter", "ts_draft_policies",
-               "ts_resolve_speculation", "ts_speculation_plan", "ts_install_info_json"):
+    for fn in ("tsffi_build_info_json", "tsffi_resolve_drafter", "tsffi_draft_policies",
+               "tsffi_resolve_speculation", "tsffi_speculation_plan", "tsffi_install_info_json"):
         expected.append(f"cleared by {fn}: status=0 before={L} after=0")
     expected.append("null out status=1 mentions_out_json=1 mentions_block=0")
     expected.append(f"utf8 status=2 len={U}")
@@ -293,7 +293,7 @@ def _race_expected(installs) -> list[str]:
     for i in range(16):
         op = i % 4
         if op == 0:
-            lines.append(f"t{i:02d} build_info status=0 err_len_ok=1 err= out=abiVersion=1")
+            lines.append(f"t{i:02d} build_info status=0 err_len_ok=1 err= out=abiVersion=2")
         elif op == 1:
             lines.append(f"t{i:02d} refused status=2 err_len_ok=1 "
                          f"err={escape(abi_cases.out_of_range(16))} out=NULL")
@@ -333,7 +333,7 @@ def test_host_sigint_handler_unchanged(hosts, installs):
 
 
 # ---------------------------------------------------------------------------
-# A library that cannot find its package: TS_ERR_RUNTIME, never TS_OK.
+# A library that cannot find its package: TSFFI_ERR_RUNTIME, never TSFFI_OK.
 
 @pytest.fixture(scope="session")
 def lonely_library(tmp_path_factory) -> Path:
@@ -373,7 +373,7 @@ def test_library_without_its_package_returns_runtime_error(variant, runtime_runs
     result = results[variant]
     assert result.stderr == b""
     lines = stdout_lines(result)
-    assert lines[0] == "abi 1"  # works without the runtime
+    assert lines[0] == "abi 2"  # works without the runtime
     assert lines[-1] == "done"
     body = lines[1:-1]
     assert len(body) == len(calls)
@@ -381,7 +381,7 @@ def test_library_without_its_package_returns_runtime_error(variant, runtime_runs
     for call, line in zip(calls, body):
         outcome = abi_cases.parse_host_line(line, call.fn)
         assert abi_cases.check_call(outcome, status, call.fn) == []
-        assert outcome.status == status["TS_ERR_RUNTIME"], line
+        assert outcome.status == status["TSFFI_ERR_RUNTIME"], line
         assert outcome.out is None
         messages.add(outcome.err)
     # One verdict, repeated by every later call; it names what is missing and
@@ -396,7 +396,7 @@ def test_library_without_its_package_returns_runtime_error(variant, runtime_runs
 # The header as C and as C++, and the installed-package way of linking.
 
 HEADER_BOTH_LINES = [
-    "abi 1 header 1",
+    "abi 2 header 2",
     "build_info 0 result",
     'resolve_speculation 2 NULL len>16 truncated "--speculative w"',
     "resolve_drafter 0",
@@ -445,7 +445,7 @@ def test_header_is_self_contained_c_with_only_stdint_and_stddef():
     includes = [line.split()[1] for line in text.splitlines()
                 if line.strip().startswith("#include")]
     assert includes == ["<stddef.h>", "<stdint.h>"]
-    assert "#define TS_ABI_VERSION 1" in text
+    assert "#define TSFFI_ABI_VERSION 2u" in text
 
 
 def test_installed_package_config_flags_build_a_working_host(tmp_path):

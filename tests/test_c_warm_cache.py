@@ -1,4 +1,4 @@
-"""The C warm path (ts_embed.c) is invisible: an answer it remembers is given
+"""The C warm path (tsffi_embed.c) is invisible: an answer it remembers is given
 back only while stat() says the install's files are what Python read, and
 any change to them reaches Python on the next call.
 
@@ -29,19 +29,19 @@ HOUR_NS = 3600 * 10**9
 @pytest.fixture(scope="module")
 def lib(library_path):
     lib = ctypes.CDLL(str(library_path))
-    lib.ts_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+    lib.tsffi_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
                                         ctypes.POINTER(ctypes.c_void_p)]
-    lib.ts_speculation_plan.restype = ctypes.c_int32
-    lib.ts_string_free.argtypes = [ctypes.c_void_p]
+    lib.tsffi_speculation_plan.restype = ctypes.c_int32
+    lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
     return lib
 
 
 def plan(lib, model_dir, options=b"{}"):
     out = ctypes.c_void_p()
-    status = lib.ts_speculation_plan(str(model_dir).encode(), options, ctypes.byref(out))
+    status = lib.tsffi_speculation_plan(str(model_dir).encode(), options, ctypes.byref(out))
     assert status == 0
     text = ctypes.string_at(out.value).decode()
-    lib.ts_string_free(out)
+    lib.tsffi_string_free(out)
     return json.loads(text)
 
 
@@ -71,11 +71,11 @@ def _remembered(lib, model_dir, monkeypatch):
 
     def spy(a, b):
         calls.append(a)
-        return original[_abi._lib.TS__FN_SPECULATION_PLAN](a, b)
-    monkeypatch.setitem(_abi._handlers, _abi._lib.TS__FN_SPECULATION_PLAN, spy)
+        return original[_abi._lib.TSFFI__FN_SPECULATION_PLAN](a, b)
+    monkeypatch.setitem(_abi._handlers, _abi._lib.TSFFI__FN_SPECULATION_PLAN, spy)
     plan(lib, model_dir)
-    monkeypatch.setitem(_abi._handlers, _abi._lib.TS__FN_SPECULATION_PLAN,
-                        original[_abi._lib.TS__FN_SPECULATION_PLAN])
+    monkeypatch.setitem(_abi._handlers, _abi._lib.TSFFI__FN_SPECULATION_PLAN,
+                        original[_abi._lib.TSFFI__FN_SPECULATION_PLAN])
     return not calls
 
 
@@ -137,6 +137,6 @@ def test_bad_options_are_never_remembered(lib, tmp_path, aged_clock):
     age(d)
     for _ in range(2):
         out = ctypes.c_void_p()
-        status = lib.ts_speculation_plan(str(d).encode(), b'{"speculative": 2}',
+        status = lib.tsffi_speculation_plan(str(d).encode(), b'{"speculative": 2}',
                                          ctypes.byref(out))
         assert status == 1 and not out.value

@@ -110,35 +110,35 @@ class Abi:
     def __init__(self, path: Path) -> None:
         lib = ctypes.CDLL(str(path))
         out = ctypes.POINTER(ctypes.c_void_p)
-        lib.ts_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out]
-        lib.ts_speculation_plan.restype = ctypes.c_int32
-        lib.ts_install_info_json.argtypes = [ctypes.c_char_p, out]
-        lib.ts_install_info_json.restype = ctypes.c_int32
-        lib.ts_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        lib.ts_last_error.restype = ctypes.c_size_t
-        lib.ts_string_free.argtypes = [ctypes.c_void_p]
-        lib.ts_string_free.restype = None
+        lib.tsffi_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out]
+        lib.tsffi_speculation_plan.restype = ctypes.c_int32
+        lib.tsffi_install_info_json.argtypes = [ctypes.c_char_p, out]
+        lib.tsffi_install_info_json.restype = ctypes.c_int32
+        lib.tsffi_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        lib.tsffi_last_error.restype = ctypes.c_size_t
+        lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
+        lib.tsffi_string_free.restype = None
         self.lib = lib
 
     def _take(self, status: int, ptr: ctypes.c_void_p):
         text = None
         if ptr.value:
             text = ctypes.string_at(ptr.value).decode("utf-8")
-            self.lib.ts_string_free(ptr)
-        size = self.lib.ts_last_error(None, 0)
+            self.lib.tsffi_string_free(ptr)
+        size = self.lib.tsffi_last_error(None, 0)
         buf = ctypes.create_string_buffer(size + 1)
-        self.lib.ts_last_error(buf, size + 1)
+        self.lib.tsffi_last_error(buf, size + 1)
         return status, text, buf.value.decode("utf-8")
 
     def plan(self, model_dir, options: str):
         ptr = ctypes.c_void_p()
-        status = self.lib.ts_speculation_plan(os.fsencode(str(model_dir)),
+        status = self.lib.tsffi_speculation_plan(os.fsencode(str(model_dir)),
                                               options.encode("utf-8"), ctypes.byref(ptr))
         return self._take(status, ptr)
 
     def info(self, model_dir):
         ptr = ctypes.c_void_p()
-        status = self.lib.ts_install_info_json(os.fsencode(str(model_dir)), ctypes.byref(ptr))
+        status = self.lib.tsffi_install_info_json(os.fsencode(str(model_dir)), ctypes.byref(ptr))
         return self._take(status, ptr)
 
 
@@ -357,7 +357,7 @@ def test_plan_none_auto(installs):
     r = run("plan", installs["none"])
     assert r.returncode == 0 and r.stderr == ""
     out = squash(r.stdout)
-    assert "options {} (the object a host passes to ts_speculation_plan)" in out
+    assert "options {} (the object a host passes to tsffi_speculation_plan)" in out
     assert "speculation OFF (the reason is below)" in out
     assert "drafter mtp (MTP head), resolved by auto from the index" in out
     assert "the install carries an MTP head: no; a DFlash2 drafter: no" in out
@@ -558,7 +558,7 @@ def test_usage_errors_exit_1_in_one_line(args):
 
 
 # ---------------------------------------------------------------------------
-# plan --json is exactly ts_speculation_plan
+# plan --json is exactly tsffi_speculation_plan
 
 PLAN_FLAGS = [
     [],
@@ -658,9 +658,9 @@ def test_long_paths_and_reasons_fit_80_columns(tmp_path, abi):
 @pytest.mark.parametrize("command,expect", [
     ([], ["config", "inspect", "plan", "make-install", "NO_COLOR"]),
     (["config"], ["--cflags", "--libs", "--pkg-config-dir"]),
-    (["inspect"], ["DIR", "--json", "ts_install_info_json"]),
+    (["inspect"], ["DIR", "--json", "tsffi_install_info_json"]),
     (["plan"], ["--speculation", "--speculative-drafter", "--temperature", "--engine-blocker",
-                "--no-engine-blocker", "--json", "ts_speculation_plan", "2 refused"]),
+                "--no-engine-blocker", "--json", "tsffi_speculation_plan", "2 refused"]),
     (["make-install"], ["--mtp", "--dflash", "--experts", "--probe-dtype", "--layers",
                         "--samples", "--force"]),
 ])

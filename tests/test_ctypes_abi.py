@@ -24,7 +24,7 @@ import abi_cases
 from abi_cases import CASES, PREVIOUS, Call, Case, Outcome
 from conftest import GARBAGE, HEADER, LIBRARY
 
-NAMES = {"build_info": "ts_build_info_json", "install_info": "ts_install_info_json"}
+NAMES = {"build_info": "tsffi_build_info_json", "install_info": "tsffi_install_info_json"}
 @pytest.fixture(scope="session")
 def lib(loaded) -> ctypes.CDLL:
     return loaded.lib
@@ -45,12 +45,12 @@ def installs(tmp_path_factory) -> dict[str, Path]:
 
 
 def last_error(lib) -> tuple[str, list[str]]:
-    n = lib.ts_last_error(None, 0)
+    n = lib.tsffi_last_error(None, 0)
     buf = ctypes.create_string_buffer(n + 1)
-    full = lib.ts_last_error(buf, n + 1)
+    full = lib.tsffi_last_error(buf, n + 1)
     problems = []
     if full != n or len(buf.value) != n:
-        problems.append(f"ts_last_error lengths disagree: {n}/{full}/{len(buf.value)}")
+        problems.append(f"tsffi_last_error lengths disagree: {n}/{full}/{len(buf.value)}")
     return buf.value.decode("utf-8"), problems
 
 
@@ -58,11 +58,11 @@ def invoke(lib, call: Call, previous: bytes | None, prime: bool = True) -> Outco
     """One call, made as case_host.c makes it: last error primed by a failure,
     *out_json pre-filled with a garbage pointer."""
     if prime:
-        assert lib.ts_build_info_json(None) == 1 and lib.ts_last_error(None, 0) > 0
+        assert lib.tsffi_build_info_json(None) == 1 and lib.tsffi_last_error(None, 0) > 0
     args = [previous if a == PREVIOUS else a for a in call.args]
     out = ctypes.c_void_p(GARBAGE)
     outp = None if call.null_out else ctypes.byref(out)
-    rc = getattr(lib, NAMES.get(call.fn, "ts_" + call.fn))(*args, outp)
+    rc = getattr(lib, NAMES.get(call.fn, "tsffi_" + call.fn))(*args, outp)
     err, problems = last_error(lib)
     untouched = False
     text = None
@@ -71,7 +71,7 @@ def invoke(lib, call: Call, previous: bytes | None, prime: bool = True) -> Outco
             untouched = True
         elif out.value is not None:
             text = ctypes.string_at(out.value).decode("utf-8")
-            lib.ts_string_free(out)
+            lib.tsffi_string_free(out)
     return Outcome(rc, text, err, untouched, problems)
 
 
@@ -145,12 +145,12 @@ def test_table_constants_are_the_packages():
 # Functions that need no runtime, build info, the host's state.
 
 def test_abi_version(lib):
-    assert lib.ts_abi_version() == 1
+    assert lib.tsffi_abi_version() == 2
 
 
 def test_string_free_null_is_a_no_op(lib):
-    lib.ts_string_free(None)
-    lib.ts_string_free(None)
+    lib.tsffi_string_free(None)
+    lib.tsffi_string_free(None)
 
 
 def test_build_info_in_a_python_host(lib, loaded):
@@ -158,7 +158,7 @@ def test_build_info_in_a_python_host(lib, loaded):
     assert loaded.first_status == 0
     info = invoke(lib, Call("build_info", []), None)
     value = json.loads(info.out)
-    assert value["abiVersion"] == lib.ts_abi_version() == 1
+    assert value["abiVersion"] == lib.tsffi_abi_version() == 2
     assert value["version"] == turbospark_ffi.__version__
     assert value["python"] == platform.python_version()
     assert value["library"] == os.path.realpath(LIBRARY)
@@ -174,14 +174,14 @@ def test_host_signal_handlers_unchanged_by_the_first_call(loaded):
 
 
 # ---------------------------------------------------------------------------
-# ts_last_error semantics.
+# tsffi_last_error semantics.
 
 REFUSE_16 = b'{"speculation": 16}'
 
 
 def _fail(lib) -> str:
     out = ctypes.c_void_p()
-    assert lib.ts_resolve_speculation(REFUSE_16, ctypes.byref(out)) == 2
+    assert lib.tsffi_resolve_speculation(REFUSE_16, ctypes.byref(out)) == 2
     assert out.value is None
     return abi_cases.out_of_range(16)
 
@@ -205,7 +205,7 @@ def _in_fresh_thread(fn):
 def test_last_error_fresh_thread_is_empty(lib):
     def fresh():
         buf = ctypes.create_string_buffer(b"untouched", 16)
-        return lib.ts_last_error(None, 0), lib.ts_last_error(buf, 16), buf.value
+        return lib.tsffi_last_error(None, 0), lib.tsffi_last_error(buf, 16), buf.value
     assert _in_fresh_thread(fresh) == (0, 0, b"")
 
 
@@ -213,20 +213,20 @@ def test_last_error_length_and_truncation(lib):
     message = _fail(lib)
     data = message.encode()
     n = len(data)
-    assert lib.ts_last_error(None, 0) == n
+    assert lib.tsffi_last_error(None, 0) == n
     buf = ctypes.create_string_buffer(b"#" * 200, 200)
-    assert lib.ts_last_error(buf, 0) == n           # cap 0: nothing written
+    assert lib.tsffi_last_error(buf, 0) == n           # cap 0: nothing written
     assert buf.raw[:5] == b"#####"
     for cap in (1, 2, 10, n - 1, n, n + 1, 200):
         buf = ctypes.create_string_buffer(b"#" * 200, 200)
-        assert lib.ts_last_error(buf, cap) == n, cap   # the FULL length, whatever cap
+        assert lib.tsffi_last_error(buf, cap) == n, cap   # the FULL length, whatever cap
         kept = min(cap - 1, n)
         assert buf.raw[:kept] == data[:kept], cap
         assert buf.raw[kept] == 0, cap                 # NUL-terminated
         if cap < 200:
             assert buf.raw[cap:cap + 1] in (b"#", b""), cap   # nothing past cap
     # Reading does not clear it.
-    assert lib.ts_last_error(None, 0) == n
+    assert lib.tsffi_last_error(None, 0) == n
 
 
 def test_last_error_truncates_at_a_character_boundary(lib):
@@ -234,29 +234,29 @@ def test_last_error_truncates_at_a_character_boundary(lib):
     options = json.dumps({"speculation": 2, "engineBlocker": blocker},
                          ensure_ascii=False).encode()
     out = ctypes.c_void_p()
-    assert lib.ts_resolve_speculation(options, ctypes.byref(out)) == 2
+    assert lib.tsffi_resolve_speculation(options, ctypes.byref(out)) == 2
     data = (abi_cases.REFUSAL_PREFIX + blocker).encode()
     p = len(abi_cases.REFUSAL_PREFIX.encode())
     expected_len = {p + 1: p, p + 2: p, p + 3: p + 2, p + 4: p + 2, p + 5: p + 2,
                     p + 6: p + 5, p + 7: p + 5, p + 8: p + 5, p + 9: p + 5, p + 10: p + 9}
     for cap, kept in expected_len.items():
         buf = ctypes.create_string_buffer(64 + len(data))
-        assert lib.ts_last_error(buf, cap) == len(data)
+        assert lib.tsffi_last_error(buf, cap) == len(data)
         assert buf.value == data[:kept], cap
         buf.value.decode("utf-8")  # always whole characters
 
 
 def test_last_error_left_by_abi_version_string_free_and_last_error(lib):
     out = ctypes.c_void_p()
-    assert lib.ts_resolve_speculation(b"{}", ctypes.byref(out)) == 0
+    assert lib.tsffi_resolve_speculation(b"{}", ctypes.byref(out)) == 0
     message = _fail(lib)
     n = len(message.encode())
-    lib.ts_abi_version()
-    assert lib.ts_last_error(None, 0) == n
-    lib.ts_string_free(None)
-    assert lib.ts_last_error(None, 0) == n
-    lib.ts_string_free(out)   # a real result
-    assert lib.ts_last_error(None, 0) == n
+    lib.tsffi_abi_version()
+    assert lib.tsffi_last_error(None, 0) == n
+    lib.tsffi_string_free(None)
+    assert lib.tsffi_last_error(None, 0) == n
+    lib.tsffi_string_free(out)   # a real result
+    assert lib.tsffi_last_error(None, 0) == n
     assert last_error(lib)[0] == message
 
 
@@ -269,16 +269,16 @@ def test_every_status_call_clears_the_last_error(fn, lib, installs):
             "resolve_speculation": [None], "speculation_plan": [d, b"{}"],
             "install_info": [d]}[fn]
     _fail(lib)
-    assert lib.ts_last_error(None, 0) > 0
+    assert lib.tsffi_last_error(None, 0) > 0
     outcome = invoke(lib, Call(fn, args), None, prime=False)
     assert outcome.status == 0
-    assert lib.ts_last_error(None, 0) == 0 and outcome.err == ""
+    assert lib.tsffi_last_error(None, 0) == 0 and outcome.err == ""
 
 
 def test_a_failure_replaces_the_message(lib):
     _fail(lib)
     out = ctypes.c_void_p()
-    assert lib.ts_resolve_speculation(b"[]", ctypes.byref(out)) == 4
+    assert lib.tsffi_resolve_speculation(b"[]", ctypes.byref(out)) == 4
     err, _ = last_error(lib)
     assert "options_json" in err and "block 16" not in err
 
@@ -287,13 +287,13 @@ def test_last_error_is_per_thread(lib):
     message = _fail(lib)
 
     def other():
-        seen_before = lib.ts_last_error(None, 0)
+        seen_before = lib.tsffi_last_error(None, 0)
         out = ctypes.c_void_p()
-        rc = lib.ts_resolve_speculation(b"{", ctypes.byref(out))
+        rc = lib.tsffi_resolve_speculation(b"{", ctypes.byref(out))
         mine, _ = last_error(lib)
-        rc_ok = lib.ts_resolve_speculation(b"{}", ctypes.byref(out))
-        lib.ts_string_free(out)
-        return seen_before, rc, mine, rc_ok, lib.ts_last_error(None, 0)
+        rc_ok = lib.tsffi_resolve_speculation(b"{}", ctypes.byref(out))
+        lib.tsffi_string_free(out)
+        return seen_before, rc, mine, rc_ok, lib.tsffi_last_error(None, 0)
 
     seen_before, rc, mine, rc_ok, after_ok = _in_fresh_thread(other)
     assert seen_before == 0                     # not this thread's failure
@@ -303,7 +303,7 @@ def test_last_error_is_per_thread(lib):
 
 
 # ---------------------------------------------------------------------------
-# TS_ERR_INTERNAL: anything unexpected, caught at the boundary. Provoked by
+# TSFFI_ERR_INTERNAL: anything unexpected, caught at the boundary. Provoked by
 # making the package's dispatcher misbehave inside this (host) interpreter.
 
 @pytest.fixture
@@ -320,7 +320,7 @@ def _provoke(lib, abi_module, monkeypatch, handler) -> Outcome:
     def wrapped(a, b):
         calls.append((a, b))
         return handler(a, b)
-    monkeypatch.setitem(abi_module._handlers, abi_module._lib.TS__FN_RESOLVE_SPECULATION,
+    monkeypatch.setitem(abi_module._handlers, abi_module._lib.TSFFI__FN_RESOLVE_SPECULATION,
                         wrapped)
     outcome = invoke(lib, Call("resolve_speculation", [b'{"speculation": 3}']), None)
     assert calls == [(b'{"speculation": 3}', b"")], "the patched dispatcher was not reached"
@@ -335,7 +335,7 @@ def test_an_unexpected_exception_is_internal(exc, lib, abi_module, monkeypatch, 
         raise exc
     outcome = _provoke(lib, abi_module, monkeypatch, boom)
     assert abi_cases.check_call(outcome, status, "provoked") == []
-    assert outcome.status == status["TS_ERR_INTERNAL"]
+    assert outcome.status == status["TSFFI_ERR_INTERNAL"]
     assert outcome.out is None
     assert outcome.err.startswith("internal error")
     assert type(exc).__name__ in outcome.err
@@ -350,15 +350,15 @@ def test_an_unexpected_exception_is_internal(exc, lib, abi_module, monkeypatch, 
 def test_ok_without_a_result_is_internal(lib, abi_module, monkeypatch, status):
     outcome = _provoke(lib, abi_module, monkeypatch, lambda a, b: (0, "no result"))
     assert abi_cases.check_call(outcome, status, "provoked") == []
-    assert outcome.status == status["TS_ERR_INTERNAL"]
+    assert outcome.status == status["TSFFI_ERR_INTERNAL"]
     assert outcome.err.startswith("internal error")
 
 
 def test_failure_without_a_message_still_has_one(lib, abi_module, monkeypatch, status):
     outcome = _provoke(lib, abi_module, monkeypatch,
-                       lambda a, b: (status["TS_ERR_INTERNAL"], ""))
+                       lambda a, b: (status["TSFFI_ERR_INTERNAL"], ""))
     assert abi_cases.check_call(outcome, status, "provoked") == []
-    assert outcome.status == status["TS_ERR_INTERNAL"]
+    assert outcome.status == status["TSFFI_ERR_INTERNAL"]
     assert outcome.err.startswith("internal error")
 
 
@@ -371,11 +371,11 @@ PYTHON_HOST = textwrap.dedent(r'''
     import ctypes, json, sys, threading
     lib = ctypes.CDLL(sys.argv[1])
     out_t = ctypes.POINTER(ctypes.c_void_p)
-    lib.ts_resolve_drafter.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out_t]
-    lib.ts_resolve_speculation.argtypes = [ctypes.c_char_p, out_t]
-    lib.ts_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    lib.ts_last_error.restype = ctypes.c_size_t
-    lib.ts_string_free.argtypes = [ctypes.c_void_p]
+    lib.tsffi_resolve_drafter.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out_t]
+    lib.tsffi_resolve_speculation.argtypes = [ctypes.c_char_p, out_t]
+    lib.tsffi_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.tsffi_last_error.restype = ctypes.c_size_t
+    lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
     importable_before = "turbospark_ffi" in sys.modules
     barrier = threading.Barrier(16)
     results = [None] * 16
@@ -384,14 +384,14 @@ PYTHON_HOST = textwrap.dedent(r'''
         out = ctypes.c_void_p()
         barrier.wait()
         if i % 2:
-            rc = lib.ts_resolve_speculation(b'{"speculation": 16}', ctypes.byref(out))
+            rc = lib.tsffi_resolve_speculation(b'{"speculation": 16}', ctypes.byref(out))
         else:
-            rc = lib.ts_resolve_drafter(sys.argv[2].encode(), None, ctypes.byref(out))
-        n = lib.ts_last_error(None, 0)
+            rc = lib.tsffi_resolve_drafter(sys.argv[2].encode(), None, ctypes.byref(out))
+        n = lib.tsffi_last_error(None, 0)
         buf = ctypes.create_string_buffer(n + 1)
-        lib.ts_last_error(buf, n + 1)
+        lib.tsffi_last_error(buf, n + 1)
         text = ctypes.string_at(out.value).decode() if out.value else None
-        lib.ts_string_free(out)
+        lib.tsffi_string_free(out)
         results[i] = [rc, text, buf.value.decode()]
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(16)]

@@ -320,7 +320,7 @@ def test_non_utf8_bytes_are_refused(raw, byte, offset):
 
 
 # --------------------------------------------------------------------------
-# wire.choice_from_json: exactly what ts_resolve_drafter returns.
+# wire.choice_from_json: exactly what tsffi_resolve_drafter returns.
 
 GOOD_CHOICE = {"drafter": "mtp", "installHasMtpHead": True, "installHasDflash": None,
                "note": None}
@@ -350,11 +350,11 @@ _DROP = object()
 KEYS4 = "drafter, installHasMtpHead, installHasDflash, note"
 CHOICE_ERRORS = [
     (_with(extra=1), f'choice_json: unknown key "extra"; accepts exactly the keys {KEYS4} '
-                     "(what ts_resolve_drafter returns)"),
+                     "(what tsffi_resolve_drafter returns)"),
     (_with(note=_DROP), f"choice_json: missing key note; accepts exactly the keys {KEYS4} "
-                        "(what ts_resolve_drafter returns)"),
+                        "(what tsffi_resolve_drafter returns)"),
     ("{}", f"choice_json: missing key drafter, installHasMtpHead, installHasDflash, note; "
-           f"accepts exactly the keys {KEYS4} (what ts_resolve_drafter returns)"),
+           f"accepts exactly the keys {KEYS4} (what tsffi_resolve_drafter returns)"),
     ('{"drafter": "mtp", "drafter": "mtp", "installHasMtpHead": true, '
      '"installHasDflash": null, "note": null}', 'choice_json: key "drafter" given more than once'),
     (_with(drafter="MTP"), 'choice_json: drafter: got "MTP"; accepts "auto", "mtp" or "dflash"'),

@@ -5,16 +5,16 @@ bit flip of the index region, every truncation, boundary values written into
 every header and entry field, u64/u32 overwrites at every byte offset of the
 header and entry table, and seeded random multi-byte damage -- each written
 as its own install and asked, by ONE C host process (abi_host.c), for
-ts_install_info_json, ts_resolve_drafter and ts_speculation_plan.
+tsffi_install_info_json, tsffi_resolve_drafter and tsffi_speculation_plan.
 
-Every answer must be TS_OK (an unreadable index is not an error here), never
+Every answer must be TSFFI_OK (an unreadable index is not an error here), never
 another status; the host must not crash (it runs as a subprocess, so a crash
 is a failed run naming the last mutation answered) or hang (timeout). And the
 answer must not lie: a plain reference reader (tests/installs.reference_read,
 the engine's checks written out naively) decides whether each mutated file is
 readable; when it is, the flags are exactly whether mtp.fc.weight and
 dflash.fc.weight are among its names; when it is not, the flags are null and
-ts_install_info_json says "indexReadable": false with the reason
+tsffi_install_info_json says "indexReadable": false with the reason
 ("indexError") and the same failed check ("indexCheck").
 """
 
@@ -152,7 +152,7 @@ def test_every_mutation_is_readable_or_unknown_with_the_reason(fuzz_run):
     for mid, label, data in cases:
         recs = {fn: run.records[f"{mid}/{fn}"] for fn in ("info", "drafter", "plan")}
         bad = [f"{fn} status {r.status}: {r.err[:200]}" for fn, r in recs.items()
-               if r.status != CODES["TS_OK"] or r.err != "" or not isinstance(r.out, str)]
+               if r.status != CODES["TSFFI_OK"] or r.err != "" or not isinstance(r.out, str)]
         if bad:
             problems.append(f"{label}: {bad}")
             continue

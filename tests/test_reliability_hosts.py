@@ -7,8 +7,8 @@ interpreter: "ownsInterpreter": false, and leaves the host's streams and
 SIGINT handler alone); a host whose working directory is unreadable (chmod
 000, bound by file modes even as root) or deleted while it is inside; the
 library copied with its package to another directory (it finds itself and its
-package there); and the library copied WITHOUT its package (TS_ERR_RUNTIME,
-with a message naming what is missing, on every call, never TS_OK -- also
+package there); and the library copied WITHOUT its package (TSFFI_ERR_RUNTIME,
+with a message naming what is missing, on every call, never TSFFI_OK -- also
 when another copy of the package sits beside the build's cffi, as it does in
 a venv where the package is pip-installed).
 
@@ -71,18 +71,18 @@ def check_common(run, *, owns: bool = True) -> dict:
         assert_canary(rec)
     r = run.records
     info = r["build_info"].json()
-    assert r["build_info"].status == 0 and info["abiVersion"] == 1
+    assert r["build_info"].status == 0 and info["abiVersion"] == 2
     assert info["ownsInterpreter"] is owns
     assert r["plan"].json() == PLAN_MTP
     assert r["drafter"].json() == PLAN_MTP["drafter"]
     assert r["policies"].json() == {"mtp": {"mode": "fixed", "block": 4},
                                     "dflash": {"mode": "off", "block": None}}
     assert (r["refused"].status, r["refused"].out, r["refused"].err) == \
-        (CODES["TS_ERR_REFUSED"], None, REFUSED_16)
+        (CODES["TSFFI_ERR_REFUSED"], None, REFUSED_16)
     assert r["info"].json()["installHasMtpHead"] is True
-    assert r["json"].status == CODES["TS_ERR_JSON"] and "options_json is not valid JSON" in \
+    assert r["json"].status == CODES["TSFFI_ERR_JSON"] and "options_json is not valid JSON" in \
         r["json"].err
-    assert r["null-out"].status == CODES["TS_ERR_INVALID_ARGUMENT"]
+    assert r["null-out"].status == CODES["TSFFI_ERR_INVALID_ARGUMENT"]
     return info
 
 
@@ -125,29 +125,29 @@ library, model_dir = sys.argv[1], sys.argv[2].encode()
 before = (signal.getsignal(signal.SIGINT), sys.stdout, sys.stderr, list(sys.path))
 lib = ctypes.CDLL(library)           # RTLD_LOCAL, as ctypes does by default
 out_t = ctypes.POINTER(ctypes.c_void_p)
-lib.ts_build_info_json.argtypes = [out_t]
-lib.ts_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out_t]
-lib.ts_resolve_speculation.argtypes = [ctypes.c_char_p, out_t]
-lib.ts_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-lib.ts_last_error.restype = ctypes.c_size_t
-lib.ts_string_free.argtypes = [ctypes.c_void_p]
+lib.tsffi_build_info_json.argtypes = [out_t]
+lib.tsffi_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out_t]
+lib.tsffi_resolve_speculation.argtypes = [ctypes.c_char_p, out_t]
+lib.tsffi_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+lib.tsffi_last_error.restype = ctypes.c_size_t
+lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
 
 def call(fn, *args):
     out = ctypes.c_void_p()
     status = getattr(lib, fn)(*args, ctypes.byref(out))
     text = ctypes.string_at(out.value).decode() if out.value else None
-    lib.ts_string_free(out.value)
-    n = lib.ts_last_error(None, 0)
+    lib.tsffi_string_free(out.value)
+    n = lib.tsffi_last_error(None, 0)
     buf = ctypes.create_string_buffer(n + 1)
-    lib.ts_last_error(buf, n + 1)
+    lib.tsffi_last_error(buf, n + 1)
     return status, text, buf.value.decode()
 
-report = {"info": call("ts_build_info_json"),
-          "plan": call("ts_speculation_plan", model_dir, b'{"hostOnly": true}'),
-          "refused": call("ts_resolve_speculation", b'{"speculation": 16}')}
+report = {"info": call("tsffi_build_info_json"),
+          "plan": call("tsffi_speculation_plan", model_dir, b'{"hostOnly": true}'),
+          "refused": call("tsffi_resolve_speculation", b'{"speculation": 16}')}
 errors = {}
 def worker(k):
-    errors[k] = call("ts_resolve_speculation", b'{"temperature": -%d}' % k)
+    errors[k] = call("tsffi_resolve_speculation", b'{"temperature": -%d}' % k)
 threads = [threading.Thread(target=worker, args=(k,)) for k in range(1, 9)]
 [t.start() for t in threads]
 [t.join() for t in threads]
@@ -185,9 +185,9 @@ def test_python_host_loading_with_ctypes_uses_the_running_interpreter(installs, 
     assert info["python"] == report["python"]
     assert info["package"] == str((ROOT / "turbospark_ffi").resolve())
     assert report["plan"][0] == 0 and json.loads(report["plan"][1]) == PLAN_MTP
-    assert report["refused"] == [CODES["TS_ERR_REFUSED"], None, REFUSED_16]
+    assert report["refused"] == [CODES["TSFFI_ERR_REFUSED"], None, REFUSED_16]
     for k, (status, text, err) in report["threads"].items():
-        assert (status, text) == (CODES["TS_ERR_INVALID_ARGUMENT"], None)
+        assert (status, text) == (CODES["TSFFI_ERR_INVALID_ARGUMENT"], None)
         assert err.startswith(f"temperature: got -{k};"), (k, err)
     assert report["sigint_unchanged"] is True, "the library replaced Python's SIGINT handler"
     assert report["streams_unchanged"] is True, "the library replaced the host's sys.stdout/err"
@@ -287,10 +287,10 @@ def _missing_lines(mtp: Path, spill: Path) -> list[str]:
 
 
 def check_package_missing(run, parent: Path) -> None:
-    runtime, invalid = CODES["TS_ERR_RUNTIME"], CODES["TS_ERR_INVALID_ARGUMENT"]
-    assert run.tagged("ABI") == [["1"]]  # ts_abi_version never needs the runtime
+    runtime, invalid = CODES["TSFFI_ERR_RUNTIME"], CODES["TSFFI_ERR_INVALID_ARGUMENT"]
+    assert run.tagged("ABI") == [["2"]]  # tsffi_abi_version never needs the runtime
     for rec in run.records.values():
-        assert rec.status != CODES["TS_OK"], f"{rec.id}: TS_OK without its package: {rec.out!r}"
+        assert rec.status != CODES["TSFFI_OK"], f"{rec.id}: TSFFI_OK without its package: {rec.out!r}"
         if rec.id.endswith("-null-out"):
             assert rec.status == invalid and "out_json is NULL" in rec.err, rec
             continue
@@ -300,7 +300,7 @@ def check_package_missing(run, parent: Path) -> None:
         assert "could not be imported" in rec.err, rec.err
         # the canary gets the same verdict: every later call returns it too
         assert rec.canary_status == runtime and rec.canary_out is None
-    assert run.extras["probe"].endswith("abi=1")
+    assert run.extras["probe"].endswith("abi=2")
 
 
 def test_package_missing_is_runtime_error_on_every_call(drivers, installs, tmp_path):
@@ -347,7 +347,7 @@ def test_package_missing_even_when_a_copy_sits_beside_the_builds_cffi(drivers, i
     run = run_host([host, _script(tmp_path, _missing_lines(installs["mtp"], tmp_path))],
                    what="host without the package (a copy beside cffi)")
     info = run.records["build_info-0"]
-    assert info.status != CODES["TS_OK"], (
-        "the library has no package beside it, yet answered TS_OK by importing another copy: "
+    assert info.status != CODES["TSFFI_OK"], (
+        "the library has no package beside it, yet answered TSFFI_OK by importing another copy: "
         f"package = {json.loads(info.out)['package']}, sysPath = {json.loads(info.out)['sysPath']}")
     check_package_missing(run, tmp_path)

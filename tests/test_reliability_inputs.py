@@ -39,7 +39,7 @@ CANARY_OUT = '{"block":3,"drafter":"mtp","reason":null}'
 KNOWN_TAGS = {"ABI", "R", "X", "SIG", "SIGINT", "DONE", "T", "S", "M", "C", "P", "FATAL"}
 CODES = header_constants()
 GARBAGE = object()  # the host's pre-set out pointer, left untouched
-PREV = object()     # "@": the previous TS_OK result
+PREV = object()     # "@": the previous TSFFI_OK result
 
 
 # ---------------------------------------------------------------------------
@@ -60,7 +60,7 @@ class Drivers:
             out = self.root / label
             source = DRIVERS_DIR / f"{name}.c"
             if dlopen:
-                compile_c_host(source, out, link_library=False, extra=["-DTS_HOST_DLOPEN"])
+                compile_c_host(source, out, link_library=False, extra=["-DTSFFI_HOST_DLOPEN"])
             elif library_dir is not None:
                 compile_c_host(source, out, link_library=False,
                                extra=[f"-L{library_dir}", "-lturbospark_ffi",
@@ -195,7 +195,7 @@ def assert_signals_untouched(run: HostRun, what: str = "host") -> None:
 
 
 def assert_canary(rec: Record) -> None:
-    assert (rec.canary_status, rec.canary_out) == (CODES["TS_OK"], CANARY_OUT), (
+    assert (rec.canary_status, rec.canary_out) == (CODES["TSFFI_OK"], CANARY_OUT), (
         f"{rec.id}: the library was not usable after this call: canary got "
         f"{rec.canary_status} {rec.canary_out!r}")
 
@@ -241,10 +241,10 @@ class Case:
     id: str
     fn: str
     args: tuple
-    status: str = "TS_OK"
+    status: str = "TSFFI_OK"
     says: tuple[str, ...] = ()          # substrings of the last error
     nullout: bool = False
-    check: Callable | None = None       # on the parsed result (TS_OK only)
+    check: Callable | None = None       # on the parsed result (TSFFI_OK only)
 
 
 def _eq(expected):
@@ -271,100 +271,100 @@ _ACCEPTS_BLOCK = "as a JSON integer or a string of ASCII digits"
 # is validated by every function that takes options.
 OPTION_CASES = [
     # not UTF-8
-    ("utf8-ff", b"\xff\xfe", "TS_ERR_INVALID_ARGUMENT",
+    ("utf8-ff", b"\xff\xfe", "TSFFI_ERR_INVALID_ARGUMENT",
      ("options_json is not UTF-8", "0xff at offset 0")),
-    ("utf8-bad-continuation", b'{"speculation": "\xc3\x28"}', "TS_ERR_INVALID_ARGUMENT",
+    ("utf8-bad-continuation", b'{"speculation": "\xc3\x28"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("options_json is not UTF-8", "0xc3 at offset 17")),
-    ("utf8-overlong", b'{"x": "\xc0\xaf"}', "TS_ERR_INVALID_ARGUMENT",
+    ("utf8-overlong", b'{"x": "\xc0\xaf"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("options_json is not UTF-8", "0xc0")),
-    ("utf8-surrogate", b'{"x": "\xed\xa0\x80"}', "TS_ERR_INVALID_ARGUMENT",
+    ("utf8-surrogate", b'{"x": "\xed\xa0\x80"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("options_json is not UTF-8", "0xed")),
-    ("utf8-truncated", b'{"x": 1} \xe2\x82', "TS_ERR_INVALID_ARGUMENT",
+    ("utf8-truncated", b'{"x": 1} \xe2\x82', "TSFFI_ERR_INVALID_ARGUMENT",
      ("options_json is not UTF-8", "0xe2")),
     # size
-    ("10mb", b'{"x": "' + b"a" * MB10 + b'"}', "TS_ERR_INVALID_ARGUMENT",
+    ("10mb", b'{"x": "' + b"a" * MB10 + b'"}', "TSFFI_ERR_INVALID_ARGUMENT",
      (f"options_json is {MB10 + 9} bytes", "accepts at most 1048576 bytes")),
-    ("10mb-not-utf8", b"\xff" * MB10, "TS_ERR_INVALID_ARGUMENT",
+    ("10mb-not-utf8", b"\xff" * MB10, "TSFFI_ERR_INVALID_ARGUMENT",
      (f"options_json is {MB10} bytes", "accepts at most 1048576 bytes")),
-    ("1mib-exactly", b'{"speculation": 2' + b" " * ((1 << 20) - 18) + b"}", "TS_OK", ()),
+    ("1mib-exactly", b'{"speculation": 2' + b" " * ((1 << 20) - 18) + b"}", "TSFFI_OK", ()),
     ("1mib-plus-one", b'{"speculation": 2' + b" " * ((1 << 20) - 17) + b"}",
-     "TS_ERR_INVALID_ARGUMENT", ("options_json is 1048577 bytes", "at most 1048576")),
+     "TSFFI_ERR_INVALID_ARGUMENT", ("options_json is 1048577 bytes", "at most 1048576")),
     # nesting
-    ("deep-arrays", b"[" * DEEP + b"]" * DEEP, "TS_ERR_JSON",
+    ("deep-arrays", b"[" * DEEP + b"]" * DEEP, "TSFFI_ERR_JSON",
      ("options_json nests 100000 levels deep", "accepts at most 64")),
-    ("deep-objects", b'{"a":' * DEEP + b"1" + b"}" * DEEP, "TS_ERR_JSON",
+    ("deep-objects", b'{"a":' * DEEP + b"1" + b"}" * DEEP, "TSFFI_ERR_JSON",
      ("options_json nests 100000 levels deep",)),
-    ("deep-under-ignored-key", b'{"x": ' + b"[" * DEEP + b"]" * DEEP + b"}", "TS_ERR_JSON",
+    ("deep-under-ignored-key", b'{"x": ' + b"[" * DEEP + b"]" * DEEP + b"}", "TSFFI_ERR_JSON",
      ("options_json nests 100001 levels deep",)),
-    ("deep-unclosed", b"[" * DEEP, "TS_ERR_JSON", ("options_json nests 100000 levels deep",)),
-    ("brackets-inside-a-string", b'{"x": "' + b"[" * DEEP + b'"}', "TS_OK", ()),
+    ("deep-unclosed", b"[" * DEEP, "TSFFI_ERR_JSON", ("options_json nests 100000 levels deep",)),
+    ("brackets-inside-a-string", b'{"x": "' + b"[" * DEEP + b'"}', "TSFFI_OK", ()),
     # not an object
-    ("array", b"[1, 2]", "TS_ERR_JSON", ("options_json must be a JSON object, got an array",)),
-    ("number", b"3", "TS_ERR_JSON", ("options_json must be a JSON object, got a number",)),
-    ("string", b'"speculation"', "TS_ERR_JSON", ("options_json must be a JSON object, got a string",)),
-    ("boolean", b"true", "TS_ERR_JSON", ("options_json must be a JSON object, got a boolean",)),
-    ("null", b"null", "TS_ERR_JSON", ("options_json must be a JSON object, got null",)),
-    ("whitespace-only", b"   ", "TS_ERR_JSON", ("options_json is not valid JSON",)),
-    ("unterminated", b'{"speculation": ', "TS_ERR_JSON", ("options_json is not valid JSON",)),
-    ("trailing-data", b'{"speculation": 2} x', "TS_ERR_JSON",
+    ("array", b"[1, 2]", "TSFFI_ERR_JSON", ("options_json must be a JSON object, got an array",)),
+    ("number", b"3", "TSFFI_ERR_JSON", ("options_json must be a JSON object, got a number",)),
+    ("string", b'"speculation"', "TSFFI_ERR_JSON", ("options_json must be a JSON object, got a string",)),
+    ("boolean", b"true", "TSFFI_ERR_JSON", ("options_json must be a JSON object, got a boolean",)),
+    ("null", b"null", "TSFFI_ERR_JSON", ("options_json must be a JSON object, got null",)),
+    ("whitespace-only", b"   ", "TSFFI_ERR_JSON", ("options_json is not valid JSON",)),
+    ("unterminated", b'{"speculation": ', "TSFFI_ERR_JSON", ("options_json is not valid JSON",)),
+    ("trailing-data", b'{"speculation": 2} x', "TSFFI_ERR_JSON",
      ("options_json is not valid JSON", "Extra data")),
     # temperature
-    ("temperature-NaN", b'{"temperature": NaN}', "TS_ERR_JSON",
+    ("temperature-NaN", b'{"temperature": NaN}', "TSFFI_ERR_JSON",
      ("options_json is not valid JSON", "NaN is not JSON")),
-    ("temperature-Infinity", b'{"temperature": Infinity}', "TS_ERR_JSON",
+    ("temperature-Infinity", b'{"temperature": Infinity}', "TSFFI_ERR_JSON",
      ("options_json is not valid JSON", "Infinity is not JSON")),
-    ("temperature-minus-Infinity", b'{"temperature": -Infinity}', "TS_ERR_JSON",
+    ("temperature-minus-Infinity", b'{"temperature": -Infinity}', "TSFFI_ERR_JSON",
      ("-Infinity is not JSON",)),
-    ("temperature-minus-zero", b'{"temperature": -0.0}', "TS_OK", ()),
-    ("temperature-1e999", b'{"temperature": 1e999}', "TS_ERR_INVALID_ARGUMENT",
+    ("temperature-minus-zero", b'{"temperature": -0.0}', "TSFFI_OK", ()),
+    ("temperature-1e999", b'{"temperature": 1e999}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("temperature: got a number too large for a double", "accepts a finite number >= 0")),
-    ("temperature-negative", b'{"temperature": -1}', "TS_ERR_INVALID_ARGUMENT",
+    ("temperature-negative", b'{"temperature": -1}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("temperature: got -1", "accepts a finite number >= 0")),
-    ("temperature-string", b'{"temperature": "0.5"}', "TS_ERR_INVALID_ARGUMENT",
+    ("temperature-string", b'{"temperature": "0.5"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('temperature: got "0.5"',)),
-    ("temperature-true", b'{"temperature": true}', "TS_ERR_INVALID_ARGUMENT",
+    ("temperature-true", b'{"temperature": true}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("temperature: got true",)),
     # blocks
-    ("block-2.0", b'{"speculation": 2.0}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-2.0", b'{"speculation": 2.0}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("speculation: got 2.0", _ACCEPTS_BLOCK)),
-    ("block-2e0", b'{"speculation": 2e0}', "TS_ERR_INVALID_ARGUMENT", ("speculation: got 2.0",)),
-    ("block-string-2.5", b'{"speculation": "2.5"}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-2e0", b'{"speculation": 2e0}', "TSFFI_ERR_INVALID_ARGUMENT", ("speculation: got 2.0",)),
+    ("block-string-2.5", b'{"speculation": "2.5"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('speculation: got "2.5"', _ACCEPTS_BLOCK)),
-    ("block-string-space-2", b'{"speculation": " 2"}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-string-space-2", b'{"speculation": " 2"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('speculation: got " 2"', _ACCEPTS_BLOCK)),
-    ("block-string-plus-2", b'{"speculation": "+2"}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-string-plus-2", b'{"speculation": "+2"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('speculation: got "+2"',)),
-    ("block-minus-1", b'{"speculation": -1}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-minus-1", b'{"speculation": -1}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("speculation: got -1, which is not a block", "1..=15")),
-    ("block-2-pow-64", b'{"speculation": 18446744073709551616}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-2-pow-64", b'{"speculation": 18446744073709551616}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("speculation: got 18446744073709551616, which is not a block",)),
-    ("block-2-pow-32", b'{"speculation": 4294967296}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-2-pow-32", b'{"speculation": 4294967296}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("speculation: got 4294967296",)),
-    ("block-true", b'{"speculation": true}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-true", b'{"speculation": true}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("speculation: got true", _ACCEPTS_BLOCK)),
-    ("block-5000-digits", b'{"speculation": "' + b"9" * 5000 + b'"}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-5000-digits", b'{"speculation": "' + b"9" * 5000 + b'"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('speculation: got "999', "which is not a block")),
     # \u0000 inside strings
-    ("block-with-nul", b'{"speculation": "2\\u0000"}', "TS_ERR_INVALID_ARGUMENT",
+    ("block-with-nul", b'{"speculation": "2\\u0000"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('speculation: got "2\\u0000"',)),
-    ("drafter-with-nul", b'{"speculativeDrafter": "mtp\\u0000"}', "TS_ERR_INVALID_ARGUMENT",
+    ("drafter-with-nul", b'{"speculativeDrafter": "mtp\\u0000"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('speculativeDrafter: got "mtp\\u0000"', '"auto", "mtp", "dflash"')),
-    ("blocker-with-nul", b'{"engineBlocker": "vision\\u0000tower"}', "TS_ERR_INVALID_ARGUMENT",
+    ("blocker-with-nul", b'{"engineBlocker": "vision\\u0000tower"}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('engineBlocker: got "vision\\u0000tower"', "without NUL")),
-    ("used-key-with-nul", b'{"speculation\\u0000": 2}', "TS_ERR_INVALID_ARGUMENT",
+    ("used-key-with-nul", b'{"speculation\\u0000": 2}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('unknown key "speculation\\u0000" looks like a misspelling of "speculation"',)),
-    ("ignored-key-nul", b'{"\\u0000": 1}', "TS_OK", ()),
+    ("ignored-key-nul", b'{"\\u0000": 1}', "TSFFI_OK", ()),
     # duplicate keys
-    ("duplicate-speculation", b'{"speculation": 2, "speculation": 3}', "TS_ERR_INVALID_ARGUMENT",
+    ("duplicate-speculation", b'{"speculation": 2, "speculation": 3}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("speculation: given more than once in options_json",)),
     ("duplicate-drafter", b'{"speculativeDrafter": "mtp", "speculativeDrafter": "mtp"}',
-     "TS_ERR_INVALID_ARGUMENT", ("speculativeDrafter: given more than once",)),
-    ("duplicate-temperature", b'{"temperature": 0, "temperature": 0}', "TS_ERR_INVALID_ARGUMENT",
+     "TSFFI_ERR_INVALID_ARGUMENT", ("speculativeDrafter: given more than once",)),
+    ("duplicate-temperature", b'{"temperature": 0, "temperature": 0}', "TSFFI_ERR_INVALID_ARGUMENT",
      ("temperature: given more than once",)),
     ("duplicate-blocker", b'{"engineBlocker": null, "engineBlocker": "x"}',
-     "TS_ERR_INVALID_ARGUMENT", ("engineBlocker: given more than once",)),
-    ("duplicate-ignored-key", b'{"x": 1, "x": 2}', "TS_OK", ()),
-    ("near-miss-key", b'{"Speculation": 2}', "TS_ERR_INVALID_ARGUMENT",
+     "TSFFI_ERR_INVALID_ARGUMENT", ("engineBlocker: given more than once",)),
+    ("duplicate-ignored-key", b'{"x": 1, "x": 2}', "TSFFI_OK", ()),
+    ("near-miss-key", b'{"Speculation": 2}', "TSFFI_ERR_INVALID_ARGUMENT",
      ('unknown key "Speculation" looks like a misspelling of "speculation"',)),
 ]
 
@@ -377,124 +377,124 @@ from seed_texts import REFUSAL_PREFIX as REFUSED, SAMPLED_REASON as SAMPLED  # n
 
 SPECIFIC_CASES = [
     # NULL for each pointer, every function
-    Case("build_info/null-out", "build_info", (), "TS_ERR_INVALID_ARGUMENT",
+    Case("build_info/null-out", "build_info", (), "TSFFI_ERR_INVALID_ARGUMENT",
          ("out_json is NULL",), nullout=True),
-    Case("resolve_drafter/null-dir", "resolve_drafter", (None, b"{}"), "TS_ERR_INVALID_ARGUMENT",
+    Case("resolve_drafter/null-dir", "resolve_drafter", (None, b"{}"), "TSFFI_ERR_INVALID_ARGUMENT",
          ("model_dir is NULL", "accepts the path of an install directory")),
-    Case("resolve_drafter/null-options", "resolve_drafter", (Dir("mtp"), None), "TS_OK",
+    Case("resolve_drafter/null-options", "resolve_drafter", (Dir("mtp"), None), "TSFFI_OK",
          check=_eq(_PLAN_MTP["drafter"])),
     Case("resolve_drafter/null-out", "resolve_drafter", (Dir("mtp"), b"{}"),
-         "TS_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
-    Case("resolve_drafter/all-null", "resolve_drafter", (None, None), "TS_ERR_INVALID_ARGUMENT",
+         "TSFFI_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
+    Case("resolve_drafter/all-null", "resolve_drafter", (None, None), "TSFFI_ERR_INVALID_ARGUMENT",
          ("out_json is NULL",), nullout=True),
-    Case("draft_policies/null-choice", "draft_policies", (None, b"{}"), "TS_ERR_INVALID_ARGUMENT",
-         ("choice_json is NULL", "ts_resolve_drafter returned")),
-    Case("draft_policies/null-options", "draft_policies", (MTP_CHOICE, None), "TS_OK",
+    Case("draft_policies/null-choice", "draft_policies", (None, b"{}"), "TSFFI_ERR_INVALID_ARGUMENT",
+         ("choice_json is NULL", "tsffi_resolve_drafter returned")),
+    Case("draft_policies/null-options", "draft_policies", (MTP_CHOICE, None), "TSFFI_OK",
          check=_eq(_PLAN_MTP["draftPolicies"])),
     Case("draft_policies/null-out", "draft_policies", (MTP_CHOICE, b"{}"),
-         "TS_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
-    Case("draft_policies/all-null", "draft_policies", (None, None), "TS_ERR_INVALID_ARGUMENT",
+         "TSFFI_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
+    Case("draft_policies/all-null", "draft_policies", (None, None), "TSFFI_ERR_INVALID_ARGUMENT",
          ("out_json is NULL",), nullout=True),
-    Case("resolve_speculation/null-options", "resolve_speculation", (None,), "TS_OK",
+    Case("resolve_speculation/null-options", "resolve_speculation", (None,), "TSFFI_OK",
          check=_eq({"block": 2, "drafter": "mtp", "reason": None})),
     Case("resolve_speculation/null-out", "resolve_speculation", (b"{}",),
-         "TS_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
+         "TSFFI_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
     Case("resolve_speculation/all-null", "resolve_speculation", (None,),
-         "TS_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
-    Case("speculation_plan/null-dir", "speculation_plan", (None, b"{}"), "TS_ERR_INVALID_ARGUMENT",
+         "TSFFI_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
+    Case("speculation_plan/null-dir", "speculation_plan", (None, b"{}"), "TSFFI_ERR_INVALID_ARGUMENT",
          ("model_dir is NULL",)),
-    Case("speculation_plan/null-options", "speculation_plan", (Dir("mtp"), None), "TS_OK",
+    Case("speculation_plan/null-options", "speculation_plan", (Dir("mtp"), None), "TSFFI_OK",
          check=_eq({**_PLAN_MTP, "ignoredKeys": []})),
     Case("speculation_plan/null-out", "speculation_plan", (Dir("mtp"), b"{}"),
-         "TS_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
-    Case("speculation_plan/all-null", "speculation_plan", (None, None), "TS_ERR_INVALID_ARGUMENT",
+         "TSFFI_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
+    Case("speculation_plan/all-null", "speculation_plan", (None, None), "TSFFI_ERR_INVALID_ARGUMENT",
          ("out_json is NULL",), nullout=True),
-    Case("install_info/null-dir", "install_info", (None,), "TS_ERR_INVALID_ARGUMENT",
+    Case("install_info/null-dir", "install_info", (None,), "TSFFI_ERR_INVALID_ARGUMENT",
          ("model_dir is NULL",)),
-    Case("install_info/null-out", "install_info", (Dir("mtp"),), "TS_ERR_INVALID_ARGUMENT",
+    Case("install_info/null-out", "install_info", (Dir("mtp"),), "TSFFI_ERR_INVALID_ARGUMENT",
          ("out_json is NULL",), nullout=True),
-    Case("install_info/all-null", "install_info", (None,), "TS_ERR_INVALID_ARGUMENT",
+    Case("install_info/all-null", "install_info", (None,), "TSFFI_ERR_INVALID_ARGUMENT",
          ("out_json is NULL",), nullout=True),
     # option values whose exact answer matters
     Case("resolve_speculation/temperature-minus-zero-is-deterministic", "resolve_speculation",
-         (b'{"speculation": 2, "speculativeDrafter": "dflash", "temperature": -0.0}',), "TS_OK",
+         (b'{"speculation": 2, "speculativeDrafter": "dflash", "temperature": -0.0}',), "TSFFI_OK",
          check=_eq({"block": 2, "drafter": "dflash", "reason": None})),
     Case("resolve_speculation/temperature-positive-is-sampled", "resolve_speculation",
          (b'{"speculation": 2, "speculativeDrafter": "dflash", "temperature": 0.5}',),
-         "TS_ERR_REFUSED", (REFUSED + SAMPLED,)),
+         "TSFFI_ERR_REFUSED", (REFUSED + SAMPLED,)),
     Case("resolve_speculation/block-16-refused", "resolve_speculation",
-         (b'{"speculation": 16}',), "TS_ERR_REFUSED",
+         (b'{"speculation": 16}',), "TSFFI_ERR_REFUSED",
          (REFUSED + "block 16 is outside allowed range 1..=15",)),
     Case("resolve_speculation/block-0-refused", "resolve_speculation", (b'{"speculation": 0}',),
-         "TS_ERR_REFUSED", (REFUSED + "block 0 is outside allowed range 1..=15",)),
+         "TSFFI_ERR_REFUSED", (REFUSED + "block 0 is outside allowed range 1..=15",)),
     Case("resolve_speculation/block-u32-max-refused", "resolve_speculation",
-         (b'{"speculation": 4294967295}',), "TS_ERR_REFUSED",
+         (b'{"speculation": 4294967295}',), "TSFFI_ERR_REFUSED",
          (REFUSED + "block 4294967295 is outside allowed range 1..=15",)),
     Case("resolve_speculation/block-leading-zeros", "resolve_speculation",
-         (b'{"speculation": "0002"}',), "TS_OK",
+         (b'{"speculation": "0002"}',), "TSFFI_OK",
          check=_eq({"block": 2, "drafter": "mtp", "reason": None})),
     Case("resolve_speculation/1mib-exactly", "resolve_speculation",
-         (b'{"speculation": 2' + b" " * ((1 << 20) - 18) + b"}",), "TS_OK",
+         (b'{"speculation": 2' + b" " * ((1 << 20) - 18) + b"}",), "TSFFI_OK",
          check=_eq({"block": 2, "drafter": "mtp", "reason": None})),
-    Case("resolve_speculation/empty-options", "resolve_speculation", (b"",), "TS_OK",
+    Case("resolve_speculation/empty-options", "resolve_speculation", (b"",), "TSFFI_OK",
          check=_eq({"block": 2, "drafter": "mtp", "reason": None})),
     Case("resolve_speculation/empty-blocker", "resolve_speculation",
-         (b'{"engineBlocker": ""}',), "TS_ERR_INVALID_ARGUMENT", ('engineBlocker: got ""',)),
+         (b'{"engineBlocker": ""}',), "TSFFI_ERR_INVALID_ARGUMENT", ('engineBlocker: got ""',)),
     Case("speculation_plan/ignored-nul-key-listed", "speculation_plan",
-         (Dir("mtp"), b'{"\\u0000": 1}'), "TS_OK",
+         (Dir("mtp"), b'{"\\u0000": 1}'), "TSFFI_OK",
          check=_eq({**_PLAN_MTP, "ignoredKeys": ["\x00"]})),
     Case("speculation_plan/duplicate-ignored-key-listed-once", "speculation_plan",
-         (Dir("mtp"), b'{"x": 1, "x": 2}'), "TS_OK",
+         (Dir("mtp"), b'{"x": 1, "x": 2}'), "TSFFI_OK",
          check=_eq({**_PLAN_MTP, "ignoredKeys": ["x"]})),
     Case("speculation_plan/brackets-inside-a-string", "speculation_plan",
-         (Dir("mtp"), b'{"x": "' + b"[" * DEEP + b'"}'), "TS_OK",
+         (Dir("mtp"), b'{"x": "' + b"[" * DEEP + b'"}'), "TSFFI_OK",
          check=_eq({**_PLAN_MTP, "ignoredKeys": ["x"]})),
     # choice_json
     Case("draft_policies/choice-not-utf8", "draft_policies", (b'{"drafter": "\xff"}', None),
-         "TS_ERR_INVALID_ARGUMENT", ("choice_json is not UTF-8", "0xff")),
-    Case("draft_policies/choice-empty", "draft_policies", (b"", None), "TS_ERR_JSON",
+         "TSFFI_ERR_INVALID_ARGUMENT", ("choice_json is not UTF-8", "0xff")),
+    Case("draft_policies/choice-empty", "draft_policies", (b"", None), "TSFFI_ERR_JSON",
          ("choice_json is not valid JSON",)),
     # Refused by size before any of it is parsed, like options_json.
     Case("draft_policies/choice-10mb-whitespace", "draft_policies", (b" " * MB10, None),
-         "TS_ERR_INVALID_ARGUMENT", ("choice_json is 10485760 bytes; accepts at most 1048576",)),
+         "TSFFI_ERR_INVALID_ARGUMENT", ("choice_json is 10485760 bytes; accepts at most 1048576",)),
     Case("draft_policies/choice-10mb-key", "draft_policies",
-         (MTP_CHOICE[:-1] + b', "' + b"k" * MB10 + b'": 1}', None), "TS_ERR_INVALID_ARGUMENT",
+         (MTP_CHOICE[:-1] + b', "' + b"k" * MB10 + b'": 1}', None), "TSFFI_ERR_INVALID_ARGUMENT",
          ("choice_json is", "bytes; accepts at most 1048576")),
     Case("draft_policies/choice-long-key", "draft_policies",
-         (MTP_CHOICE[:-1] + b', "' + b"k" * 100_000 + b'": 1}', None), "TS_ERR_INVALID_ARGUMENT",
+         (MTP_CHOICE[:-1] + b', "' + b"k" * 100_000 + b'": 1}', None), "TSFFI_ERR_INVALID_ARGUMENT",
          ('choice_json: unknown key "kkk', 'kk...; accepts exactly the keys')),
     Case("draft_policies/choice-deep", "draft_policies", (b"[" * DEEP + b"]" * DEEP, None),
-         "TS_ERR_JSON", ("choice_json nests 100000 levels deep", "at most 64")),
-    Case("draft_policies/choice-array", "draft_policies", (b"[]", None), "TS_ERR_JSON",
+         "TSFFI_ERR_JSON", ("choice_json nests 100000 levels deep", "at most 64")),
+    Case("draft_policies/choice-array", "draft_policies", (b"[]", None), "TSFFI_ERR_JSON",
          ("choice_json must be a JSON object, got an array",)),
-    Case("draft_policies/choice-string", "draft_policies", (b'"mtp"', None), "TS_ERR_JSON",
+    Case("draft_policies/choice-string", "draft_policies", (b'"mtp"', None), "TSFFI_ERR_JSON",
          ("choice_json must be a JSON object, got a string",)),
     Case("draft_policies/choice-NaN", "draft_policies",
-         (MTP_CHOICE.replace(b"null", b"NaN"), None), "TS_ERR_JSON",
+         (MTP_CHOICE.replace(b"null", b"NaN"), None), "TSFFI_ERR_JSON",
          ("choice_json is not valid JSON", "NaN is not JSON")),
     Case("draft_policies/choice-missing-key", "draft_policies",
          (b'{"drafter": "mtp", "installHasMtpHead": true, "installHasDflash": false}', None),
-         "TS_ERR_INVALID_ARGUMENT", ("choice_json: missing key note",)),
+         "TSFFI_ERR_INVALID_ARGUMENT", ("choice_json: missing key note",)),
     Case("draft_policies/choice-extra-key", "draft_policies",
-         (MTP_CHOICE[:-1] + b', "extra": 1}', None), "TS_ERR_INVALID_ARGUMENT",
+         (MTP_CHOICE[:-1] + b', "extra": 1}', None), "TSFFI_ERR_INVALID_ARGUMENT",
          ('choice_json: unknown key "extra"',)),
     Case("draft_policies/choice-duplicate-key", "draft_policies",
-         (MTP_CHOICE[:-1] + b', "drafter": "mtp"}', None), "TS_ERR_INVALID_ARGUMENT",
+         (MTP_CHOICE[:-1] + b', "drafter": "mtp"}', None), "TSFFI_ERR_INVALID_ARGUMENT",
          ('choice_json: key "drafter" given more than once',)),
     Case("draft_policies/choice-bad-drafter", "draft_policies",
-         (MTP_CHOICE.replace(b'"mtp"', b'"eagle"'), None), "TS_ERR_INVALID_ARGUMENT",
+         (MTP_CHOICE.replace(b'"mtp"', b'"eagle"'), None), "TSFFI_ERR_INVALID_ARGUMENT",
          ('choice_json: drafter: got "eagle"',)),
     Case("draft_policies/choice-drafter-with-nul", "draft_policies",
-         (MTP_CHOICE.replace(b'"mtp"', b'"mtp\\u0000"'), None), "TS_ERR_INVALID_ARGUMENT",
+         (MTP_CHOICE.replace(b'"mtp"', b'"mtp\\u0000"'), None), "TSFFI_ERR_INVALID_ARGUMENT",
          ('choice_json: drafter: got "mtp\\u0000"',)),
     Case("draft_policies/choice-note-with-nul", "draft_policies",
-         (MTP_CHOICE.replace(b"null", b'"a\\u0000b"'), None), "TS_OK",
+         (MTP_CHOICE.replace(b"null", b'"a\\u0000b"'), None), "TSFFI_OK",
          check=lambda r: _policies_shape(r)),
     Case("draft_policies/choice-flag-is-1", "draft_policies",
-         (MTP_CHOICE.replace(b"true", b"1"), None), "TS_ERR_INVALID_ARGUMENT",
+         (MTP_CHOICE.replace(b"true", b"1"), None), "TSFFI_ERR_INVALID_ARGUMENT",
          ("choice_json: installHasMtpHead: got 1", "true, false or null")),
     Case("draft_policies/choice-note-is-5", "draft_policies",
-         (MTP_CHOICE.replace(b"null", b"5"), None), "TS_ERR_INVALID_ARGUMENT",
+         (MTP_CHOICE.replace(b"null", b"5"), None), "TSFFI_ERR_INVALID_ARGUMENT",
          ("choice_json: note: got 5",)),
 ]
 
@@ -510,7 +510,7 @@ DIR_FUNCTIONS = {
     "install_info": lambda d: (d,),
 }
 
-# Hostile model directories: TS_OK, everything unknown, and the reason (which
+# Hostile model directories: TSFFI_OK, everything unknown, and the reason (which
 # names model_weights.bin and what is wrong with it) in indexError and as the
 # plan's speculation reason.
 HOSTILE_DIRS = {
@@ -574,7 +574,7 @@ def _all_cases() -> list[Case]:
             cases.append(Case(f"{fn}/options-{cid}", fn, make(options), status, says))
     for fn, make in DIR_FUNCTIONS.items():
         for cid, raw, says in DIR_REFUSALS:
-            cases.append(Case(f"{fn}/model-dir-{cid}", fn, make(raw), "TS_ERR_INVALID_ARGUMENT",
+            cases.append(Case(f"{fn}/model-dir-{cid}", fn, make(raw), "TSFFI_ERR_INVALID_ARGUMENT",
                               says))
     return cases
 
@@ -622,8 +622,8 @@ def _check_record(rec: Record, status: str, says: tuple[str, ...], nullout: bool
     assert rec.status == CODES[status], (
         f"{rec.id}: expected {status} ({CODES[status]}), got {rec.status}; message {rec.err!r}")
     assert_canary(rec)
-    if rec.status == CODES["TS_OK"]:
-        assert rec.err == "", f"{rec.id}: TS_OK left a last error: {rec.err!r}"
+    if rec.status == CODES["TSFFI_OK"]:
+        assert rec.err == "", f"{rec.id}: TSFFI_OK left a last error: {rec.err!r}"
         assert isinstance(rec.out, str)
         return rec.json()
     assert rec.out is (GARBAGE if nullout else None), f"{rec.id}: *out is {rec.out!r} on failure"
@@ -655,7 +655,7 @@ def _unknown_flags(result: dict) -> None:
 @pytest.mark.parametrize("fn,name", HOSTILE_CALLS, ids=[f"{fn}/{n}" for fn, n in HOSTILE_CALLS])
 def test_hostile_model_dir_is_an_unknown_install_with_the_reason(fn, name, inputs_run):
     run, dirs = inputs_run
-    result = _check_record(run.records[f"{fn}/hostile-{name}"], "TS_OK", ())
+    result = _check_record(run.records[f"{fn}/hostile-{name}"], "TSFFI_OK", ())
     check_unknown_install(fn, result, dirs[name].decode(), HOSTILE_DIRS[name])
 
 
@@ -688,7 +688,7 @@ def check_unknown_install(fn: str, result: dict, model_dir: str, says: tuple[str
 @pytest.mark.parametrize("fn", list(DIR_FUNCTIONS))
 def test_layout_fifo_does_not_block_and_is_reported(fn, inputs_run):
     run, _ = inputs_run
-    result = _check_record(run.records[f"{fn}/layout-fifo"], "TS_OK", ())
+    result = _check_record(run.records[f"{fn}/layout-fifo"], "TSFFI_OK", ())
     if fn == "install_info":
         assert result["indexReadable"] is True and result["installHasMtpHead"] is True
         assert "packed_experts/layout.json is not a regular file" in result["experts"]["error"]
@@ -703,18 +703,18 @@ def test_layout_fifo_does_not_block_and_is_reported(fn, inputs_run):
 def test_relative_model_dir_is_read_against_the_hosts_cwd(fn, inputs_run):
     run, _ = inputs_run
     for variant in ("relative-install", "dot-segments"):
-        result = _check_record(run.records[f"{fn}/{variant}"], "TS_OK", ())
+        result = _check_record(run.records[f"{fn}/{variant}"], "TSFFI_OK", ())
         flags = result["drafter"] if fn == "speculation_plan" else result
         assert (flags["installHasMtpHead"], flags["installHasDflash"]) == (True, False), variant
 
 
 def test_functions_without_status_take_null(inputs_run):
-    """ts_last_error(NULL, n), ts_last_error(buf, 0) and ts_string_free(NULL)."""
+    """tsffi_last_error(NULL, n), tsffi_last_error(buf, 0) and tsffi_string_free(NULL)."""
     run, _ = inputs_run
     message = "out_json is NULL; accepts the address of a char * to receive the result"
     n = len(message)
     assert run.extras["null-probe"] == (f"len={n} nullcap={n} cap0={n} untouched=1 "
-                                        f"after_free_null={n} abi=1")
+                                        f"after_free_null={n} abi=2")
 
 
 def test_bad_inputs_never_touch_the_hosts_signals(inputs_run):
@@ -754,9 +754,9 @@ def unreadable_run(tmp_path_factory, drivers):
 @pytest.mark.parametrize("name", list(UNREADABLE_DIRS))
 def test_unreadable_index_is_unknown_with_permission_denied(fn, name, unreadable_run):
     run, paths, how = unreadable_run
-    result = _check_record(run.records[f"{fn}/{name}"], "TS_OK", ())
+    result = _check_record(run.records[f"{fn}/{name}"], "TSFFI_OK", ())
     check_unknown_install(fn, result, str(paths[name]), UNREADABLE_DIRS[name])
     # the same host still reads a readable install right after
-    control = _check_record(run.records[f"{fn}/control"], "TS_OK", ())
+    control = _check_record(run.records[f"{fn}/control"], "TSFFI_OK", ())
     flags = control["drafter"] if fn == "speculation_plan" else control
     assert flags["installHasMtpHead"] is True, how

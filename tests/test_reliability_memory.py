@@ -10,9 +10,9 @@
   never freeing its results grows by more than 2 MB.)
 * A leak check: the same host under valgrind --leak-check=full (fewer calls).
   A "definitely lost" block counts against the library when its allocation
-  stack holds the library's own code (a ts_* / _ts_* frame, or any frame in
+  stack holds the library's own code (a tsffi_* / tsffi_* frame, or any frame in
   libturbospark_ffi.so) -- EXCEPT blocks that CPython or cffi allocate while
-  the interpreter starts: stacks through ts_runtime_start (run once, under
+  the interpreter starts: stacks through tsffi_runtime_start (run once, under
   pthread_once, by the first call) whose allocating frame is not in the
   library. Those are the interpreter's start-up state, which lives for the
   process (the library never finalises Python: it cannot be unloaded), not
@@ -20,7 +20,7 @@
   even there. Start-up blocks are listed in the failure message if any
   appear, never hidden. A positive control proves the check sees the
   library's frames: the same host with -k (results never freed) must show
-  definitely-lost blocks allocated by _ts_emit.
+  definitely-lost blocks allocated by tsffi_emit.
 """
 
 from __future__ import annotations
@@ -121,8 +121,8 @@ def definite_losses(log: str) -> list[tuple[int, list[tuple[str, str]]]]:
 
 def _in_library(frame: tuple[str, str]) -> bool:
     function, where = frame
-    return (re.match(r"_?ts_", function) is not None
-            or "libturbospark_ffi" in where or "ts_embed.c" in where
+    return (re.match(r"_?tsffi_", function) is not None
+            or "libturbospark_ffi" in where or "tsffi_embed.c" in where
             or "_turbospark_ffi_embedded" in where)
 
 
@@ -134,7 +134,7 @@ def classify(frames: list[tuple[str, str]]) -> str:
     allocating = next((f for f in frames if f[0] not in _ALLOCATORS), None)
     if allocating is not None and _in_library(allocating):
         return "ours"
-    if any(f[0] == "ts_runtime_start" for f in frames):
+    if any(f[0] == "tsffi_runtime_start" for f in frames):
         return "startup"
     return "ours"
 
@@ -173,8 +173,8 @@ def test_valgrind_finds_no_definite_leak_from_the_librarys_own_code(drivers, mem
 
 def test_the_leak_check_sees_a_leak_of_the_librarys_results(drivers, memory_script, tmp_path):
     """Positive control: a host that never frees results leaks blocks that
-    _ts_emit allocated, and the classification above calls them ours."""
+    tsffi_emit allocated, and the classification above calls them ours."""
     log = _valgrind(drivers, memory_script, tmp_path, "-k")
     ours = [loss for loss in definite_losses(log) if classify(loss[1]) == "ours"]
     assert ours, "the leak check did not see results that were never freed"
-    assert any(frames[1][0] == "_ts_emit" for _, frames in ours if len(frames) > 1), _render(ours)
+    assert any(frames[1][0] == "tsffi_emit" for _, frames in ours if len(frames) > 1), _render(ours)

@@ -53,9 +53,9 @@ def test_32_threads_race_the_first_call_in_20_fresh_processes(drivers, installs)
     rows = serial.tagged("T")
     assert len(rows) == 32
     expected_status = {"build_info": 0, "resolve_drafter": 0, "draft_policies": 0,
-                       "refused": CODES["TS_ERR_REFUSED"], "speculation_plan": 0,
-                       "install_info": 0, "invalid": CODES["TS_ERR_INVALID_ARGUMENT"],
-                       "json": CODES["TS_ERR_JSON"]}
+                       "refused": CODES["TSFFI_ERR_REFUSED"], "speculation_plan": 0,
+                       "install_info": 0, "invalid": CODES["TSFFI_ERR_INVALID_ARGUMENT"],
+                       "json": CODES["TSFFI_ERR_JSON"]}
     for index, op, status, out, err in rows:
         assert int(status) == expected_status[op], (index, op, status, err)
         assert (out == "-") == (int(status) != 0) and (err == "") == (int(status) == 0)
@@ -131,8 +131,8 @@ def test_the_mix_has_good_and_bad_calls_each_with_its_own_message(stress):
     _, run = stress
     rows = run.tagged("S")
     statuses = {int(r[1]) for r in rows}
-    assert {0, CODES["TS_ERR_INVALID_ARGUMENT"], CODES["TS_ERR_REFUSED"],
-            CODES["TS_ERR_JSON"]} <= statuses, statuses
+    assert {0, CODES["TSFFI_ERR_INVALID_ARGUMENT"], CODES["TSFFI_ERR_REFUSED"],
+            CODES["TSFFI_ERR_JSON"]} <= statuses, statuses
     errors = [r[3] for r in rows if r[3]]
     assert len(errors) >= 100
     # Nearly every failing call has a message of its own (the exceptions are

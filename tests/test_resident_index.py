@@ -29,7 +29,7 @@ CORRUPT = "resident index is corrupt: "
 @pytest.fixture(autouse=True, params=["python", "c"])
 def reader(request):
     """Every test here runs against both readers: the Python passes alone and
-    the C pass the library binds in (ts_index_scan.c), which must accept
+    the C pass the library binds in (tsffi_index_scan.c), which must accept
     exactly what the Python passes accept and hand every refusal back to them."""
     saved = ri._native
     if request.param == "c":

@@ -24,23 +24,23 @@ def bind(ffi, lib) -> None:
     global _ffi, _lib, _string, _emit, _set_error
     _ffi, _lib = ffi, lib
     _string = ffi.string
-    _emit = lib._ts_emit
-    _set_error = lib._ts_set_error
+    _emit = lib.tsffi_emit
+    _set_error = lib.tsffi_set_error
     _STATUS.update({
-        InvalidArgument: lib.TS_ERR_INVALID_ARGUMENT,
-        JsonArgumentError: lib.TS_ERR_JSON,
-        SpeculationRefused: lib.TS_ERR_REFUSED,
+        InvalidArgument: lib.TSFFI_ERR_INVALID_ARGUMENT,
+        JsonArgumentError: lib.TSFFI_ERR_JSON,
+        SpeculationRefused: lib.TSFFI_ERR_REFUSED,
     })
     _handlers.update({
-        lib.TS__FN_BUILD_INFO: _build_info,
-        lib.TS__FN_RESOLVE_DRAFTER: _resolve_drafter,
-        lib.TS__FN_DRAFT_POLICIES: _draft_policies,
-        lib.TS__FN_RESOLVE_SPECULATION: _resolve_speculation,
-        lib.TS__FN_SPECULATION_PLAN: _speculation_plan,
-        lib.TS__FN_INSTALL_INFO: _install_info,
+        lib.TSFFI__FN_BUILD_INFO: _build_info,
+        lib.TSFFI__FN_RESOLVE_DRAFTER: _resolve_drafter,
+        lib.TSFFI__FN_DRAFT_POLICIES: _draft_policies,
+        lib.TSFFI__FN_RESOLVE_SPECULATION: _resolve_speculation,
+        lib.TSFFI__FN_SPECULATION_PLAN: _speculation_plan,
+        lib.TSFFI__FN_INSTALL_INFO: _install_info,
     })
     # Every call but build info reads an index, so this import is paid
-    # anyway; with it the reader's check 7 runs in C (ts_index_scan.c).
+    # anyway; with it the reader's check 7 runs in C (tsffi_index_scan.c).
     from . import resident_index
     resident_index.use_native_scan(ffi, lib)
 
@@ -57,13 +57,13 @@ def dispatch(fn: int, a, b, out) -> int:
     try:
         outcome = _handlers[fn](_string(a), _string(b))
     except RecursionError:
-        return _fail(_lib.TS_ERR_JSON, "a JSON argument nests too deeply to parse")
+        return _fail(_lib.TSFFI_ERR_JSON, "a JSON argument nests too deeply to parse")
     except MemoryError:
-        return _fail(_lib.TS_ERR_INTERNAL, "internal error: out of memory")
+        return _fail(_lib.TSFFI_ERR_INTERNAL, "internal error: out of memory")
     except Exception as exc:  # the boundary: nothing crosses it
         status = _STATUS.get(type(exc))
         if status is None:
-            return _fail(_lib.TS_ERR_INTERNAL,
+            return _fail(_lib.TSFFI_ERR_INTERNAL,
                          f"internal error: {type(exc).__name__}: {exc}")
         return _fail(status, str(exc))
     if type(outcome) is bytes:
@@ -91,7 +91,7 @@ def _memo(snap, key, compute):
         try:
             return compute()
         except SpeculationRefused as exc:
-            return (_lib.TS_ERR_REFUSED, str(exc))
+            return (_lib.TSFFI_ERR_REFUSED, str(exc))
     return snap.memo(key, outcome)
 
 
@@ -101,7 +101,7 @@ _I64 = 1 << 63
 def _offer_to_c(fn: int, snap, a: bytes, b: bytes, outcome) -> None:
     """Let the C warm path remember a successful answer, keyed by what stat()
     said of the install's files when this snapshot read them (see
-    ts_embed.c). Only trusted snapshots: a file modified within the racy
+    tsffi_embed.c). Only trusted snapshots: a file modified within the racy
     window is re-read by Python on every call, so it must not be answered
     from C either."""
     if type(outcome) is not bytes or not snap.trusted:
@@ -117,14 +117,14 @@ def _offer_to_c(fn: int, snap, a: bytes, b: bytes, outcome) -> None:
             return
         # C compares the same bits as int64 (st_ino/st_dev may exceed 2**63).
         values += [v - (_I64 << 1) if v >= _I64 else v for v in fields]
-    _lib._ts_cache_put(fn, a, b, _ffi.new("int64_t[14]", values), outcome, len(outcome))
+    _lib.tsffi_cache_put(fn, a, b, _ffi.new("int64_t[14]", values), outcome, len(outcome))
 
 
 def _speculation_plan(model_dir: bytes, options: bytes):
     from .install import snapshot
     snap = snapshot(_model_dir(model_dir))
     outcome = _memo(snap, ("plan", options), lambda: _plan_json(snap, options))
-    _offer_to_c(_lib.TS__FN_SPECULATION_PLAN, snap, model_dir, options, outcome)
+    _offer_to_c(_lib.TSFFI__FN_SPECULATION_PLAN, snap, model_dir, options, outcome)
     return outcome
 
 
@@ -145,7 +145,7 @@ def _resolve_drafter(model_dir: bytes, options: bytes):
         from .wire import choice_to_dict
         return _encode(choice_to_dict(choice_for_snapshot(snap, parse_options(options).drafter)))
     outcome = _memo(snap, ("drafter", options), compute)
-    _offer_to_c(_lib.TS__FN_RESOLVE_DRAFTER, snap, model_dir, options, outcome)
+    _offer_to_c(_lib.TSFFI__FN_RESOLVE_DRAFTER, snap, model_dir, options, outcome)
     return outcome
 
 
@@ -155,7 +155,7 @@ def _draft_policies(choice_json: bytes, options: bytes) -> bytes:
     from .wire import choice_from_json, policies_to_dict
     if len(choice_json) > MAX_OPTIONS_BYTES:
         raise InvalidArgument(f"choice_json is {len(choice_json)} bytes; accepts at most "
-                              f"{MAX_OPTIONS_BYTES} bytes (what ts_resolve_drafter returns)")
+                              f"{MAX_OPTIONS_BYTES} bytes (what tsffi_resolve_drafter returns)")
     choice = choice_from_json(decode_text(choice_json, "choice_json"))
     return _encode(policies_to_dict(draft_policies(choice, parse_options(options).speculation)))
 
@@ -178,7 +178,7 @@ def _install_info(model_dir: bytes, _unused: bytes) -> bytes:
     from .plan import install_info_for_snapshot
     snap = snapshot(_model_dir(model_dir))
     outcome = _memo(snap, ("info",), lambda: _encode(install_info_for_snapshot(snap)))
-    _offer_to_c(_lib.TS__FN_INSTALL_INFO, snap, model_dir, _unused, outcome)
+    _offer_to_c(_lib.TSFFI__FN_INSTALL_INFO, snap, model_dir, _unused, outcome)
     return outcome
 
 
@@ -186,9 +186,9 @@ def _build_info(_a: bytes, _b: bytes) -> bytes:
     import os
     import sys
     from . import __version__
-    library = _string(_lib._ts_library_path()).decode("utf-8", "surrogateescape")
+    library = _string(_lib.tsffi_get_library_path()).decode("utf-8", "surrogateescape")
     return _encode({
-        "abiVersion": _lib.TS_ABI_VERSION,
+        "abiVersion": _lib.TSFFI_ABI_VERSION,
         "version": __version__,
         "python": "%d.%d.%d" % sys.version_info[:3],
         "library": library,
@@ -196,5 +196,5 @@ def _build_info(_a: bytes, _b: bytes) -> bytes:
         "pythonHome": sys.base_prefix,
         "pythonExecutable": sys.executable or None,
         "sysPath": list(sys.path),
-        "ownsInterpreter": bool(_lib._ts_owns_interpreter()),
+        "ownsInterpreter": bool(_lib.tsffi_get_owns_interpreter()),
     })

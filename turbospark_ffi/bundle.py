@@ -14,8 +14,8 @@ without asking its users to install Python.
         lib/python3.11/lib-dynload/     only the extension modules it loads
         site-packages/                  _cffi_backend and this package
 
-The library finds all of it from its own path (src/ts_embed.c,
-ts_find_layout): when `<dir of the .so>/../python/turbospark_bundle.txt`
+The library finds all of it from its own path (src/tsffi_embed.c,
+tsffi_find_layout): when `<dir of the .so>/../python/turbospark_bundle.txt`
 exists it starts an isolated interpreter whose home and search path lie in
 the bundle and nowhere else.
 
@@ -52,8 +52,8 @@ __all__ = ["BundleError", "BundleInfo", "write_bundle", "main", "set_rpath_origi
 MARKER = "turbospark_bundle.txt"
 MODULE_NAME = "CTurboSparkFFI"
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
-PYTHON_DIRNAME = f"python{_PY}"                       # TS_BUILD_PYTHON_DIRNAME
-STDLIB_ZIP_NAME = f"python{_PY.replace('.', '')}.zip"  # TS_BUILD_STDLIB_ZIP_NAME
+PYTHON_DIRNAME = f"python{_PY}"                       # TSFFI_BUILD_PYTHON_DIRNAME
+STDLIB_ZIP_NAME = f"python{_PY.replace('.', '')}.zip"  # TSFFI_BUILD_STDLIB_ZIP_NAME
 
 # Imported whole, as .pyc: a host's locale picks the codec its stdio and file
 # names use, and which one that is cannot be measured here. The dependencies
@@ -356,11 +356,11 @@ for i, (fn, a, b) in enumerate(calls):
                            ffi.new("char[]", bytes.fromhex(b.decode())), out)
     if status == 0:
         payload = ffi.string(out[0])
-        lib.ts_string_free(out[0])
+        lib.tsffi_string_free(out[0])
     else:
-        n = lib.ts_last_error(ffi.NULL, 0)
+        n = lib.tsffi_last_error(ffi.NULL, 0)
         buf = ffi.new("char[]", n + 1)
-        lib.ts_last_error(buf, n + 1)
+        lib.tsffi_last_error(buf, n + 1)
         payload = ffi.string(buf)
     write("R\t%d\t%d\t%s\n" % (i, status, payload.hex()))
 for name in sorted(WHOLE):
@@ -378,7 +378,7 @@ for name, module in sorted(sys.modules.items()):
 def _header_constants(header: Path) -> dict[str, int]:
     import re
     return {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"^#define\s+(TS_[A-Z0-9_]+)\s+(\d+)\b", header.read_text(), re.M)}
+            re.finditer(r"^#define\s+(TSFFI_[A-Z0-9_]+)\s+(\d+)u?\b", header.read_text(), re.M)}
 
 
 def _calls(samples: Path, scratch: Path) -> list[tuple[int, bytes, bytes]]:
@@ -744,7 +744,7 @@ def _write(root: Path, *, package: Path, library: Path, header: Path, libpython:
         "}\n")
     (root / "lib" / "pkgconfig" / "turbospark_ffi.pc").write_text(
         native.pkg_config(prefix="${pcfiledir}/../.."))
-    abi = _header_constants(header).get("TS_ABI_VERSION")
+    abi = _header_constants(header).get("TSFFI_ABI_VERSION")
     (home / MARKER).write_text(
         "turbospark_ffi bundle: the library beside this folder (../lib) starts its\n"
         "embedded Python with this folder as its home and nothing outside it.\n"

@@ -14,7 +14,7 @@ on stderr), 1 anything else that went wrong (an invalid argument, an install
 that cannot be written) -- always one line on stderr, never a traceback.
 
 HOW `--json` STAYS BYTE-IDENTICAL TO THE C ABI: it calls the very functions
-`_abi.py` calls for `ts_speculation_plan` and `ts_install_info_json`
+`_abi.py` calls for `tsffi_speculation_plan` and `tsffi_install_info_json`
 (`parse_options` on the same options object, `plan_for_snapshot`,
 `plan_to_dict`, `install_info`, `wire.dumps`), rather than loading
 libturbospark_ffi.so with ctypes. Loading the library would start a second
@@ -39,7 +39,7 @@ __all__ = ["main"]
 # width never makes a terminal wrap on its own.
 WIDTH = 79
 
-# Exit statuses (the first two mirror TS_OK and TS_ERR_REFUSED's meaning).
+# Exit statuses (the first two mirror TSFFI_OK and TSFFI_ERR_REFUSED's meaning).
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_REFUSED = 2
@@ -320,7 +320,7 @@ def _temperature_value(text: str):
 
 
 def plan_options(args: argparse.Namespace) -> dict:
-    """The options object a host would pass to ts_speculation_plan for these
+    """The options object a host would pass to tsffi_speculation_plan for these
     flags: only the keys given (absent keys are the defaults); --speculation
     as the string typed (the grammar takes "auto", "off" and decimal blocks
     as strings); --no-engine-blocker is engineBlocker null."""
@@ -376,7 +376,7 @@ def _plan_report(model_dir: str, options_json: str, requested: str | None, plan:
     choice, policies, spec = plan["drafter"], plan["draftPolicies"], plan["speculation"]
     out.row("install", model_dir)
     out.row("options", options_json)
-    out.more("(the object a host passes to ts_speculation_plan)", tone="dim")
+    out.more("(the object a host passes to tsffi_speculation_plan)", tone="dim")
     if spec["block"] is not None:
         out.row("speculation", f"block {spec['block']}, drafted by the "
                 f"{_DRAFTER_NAMES[spec['drafter']]}", status="ON:", tone="good")
@@ -554,7 +554,7 @@ _PLAN_DESCRIPTION = """
 What the library decides for the install in DIR: which drafter to open, the
 draft policies to open it with, and whether speculation runs -- with the
 note and the reason in plain words. The flags build the same options object
-a host passes to ts_speculation_plan; --json prints exactly what that call
+a host passes to tsffi_speculation_plan; --json prints exactly what that call
 returns for it.
 
 Exit status: 0 planned (speculation on or off); 2 refused: a named block
@@ -619,7 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
                              formatter_class=_Formatter, description=_INSPECT_DESCRIPTION)
     inspect.add_argument("dir", metavar="DIR", help="the install directory")
     inspect.add_argument("--json", action="store_true",
-                         help="print the C ABI's ts_install_info_json object instead")
+                         help="print the C ABI's tsffi_install_info_json object instead")
     inspect.set_defaults(run=_cmd_inspect)
 
     plan = sub.add_parser("plan", help="what the library decides for an install",
@@ -644,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "either flag the library previews the engine's blocker from "
                               "the files")
     plan.add_argument("--json", action="store_true",
-                      help="print exactly what ts_speculation_plan returns")
+                      help="print exactly what tsffi_speculation_plan returns")
     plan.set_defaults(run=_cmd_plan)
 
     make = sub.add_parser("make-install", help="write a small install in the engine's layout",

@@ -25,15 +25,15 @@ class TurbosparkError(ValueError):
 
 
 class InvalidArgument(TurbosparkError):
-    """An argument or option value outside its accepted set (TS_ERR_INVALID_ARGUMENT)."""
+    """An argument or option value outside its accepted set (TSFFI_ERR_INVALID_ARGUMENT)."""
 
 
 class JsonArgumentError(TurbosparkError):
-    """A JSON argument that does not parse, or is not an object (TS_ERR_JSON)."""
+    """A JSON argument that does not parse, or is not an object (TSFFI_ERR_JSON)."""
 
 
 class SpeculationRefused(TurbosparkError):
-    """The seed's `Err`: a named block that cannot be served (TS_ERR_REFUSED).
+    """The seed's `Err`: a named block that cannot be served (TSFFI_ERR_REFUSED).
 
     The message is the seed's, verbatim; a host shows it to the user as is.
     """

@@ -72,7 +72,7 @@ def speculation_plan(model_dir: str | os.PathLike,
 
 
 def install_info(model_dir: str | os.PathLike) -> dict:
-    """What the install's files say, as the `ts_install_info_json` object."""
+    """What the install's files say, as the `tsffi_install_info_json` object."""
     from .install import snapshot
     return install_info_for_snapshot(snapshot(check_model_dir(model_dir)))
 

@@ -374,7 +374,7 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
     # Only the names are read past the table; names that point outside the
     # index region are check 7's business and are not read at all.
     if native is not None:
-        names_end = native[1]._ts_index_names_end(table, entry_count, index_size, table_end)
+        names_end = native[1].tsffi_index_names_end(table, entry_count, index_size, table_end)
     else:
         name_offsets, name_ends = _name_ranges(table, entry_count)
         names_end = max((end for end in name_ends if end <= index_size), default=table_end)
@@ -403,7 +403,7 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
 
 
 # (ffi, lib) of the loaded libturbospark_ffi, whose C pass does check 7 for
-# an index that passes it (ts_index_scan.c); None: the Python passes alone.
+# an index that passes it (tsffi_index_scan.c); None: the Python passes alone.
 _native = None
 
 
@@ -429,12 +429,12 @@ def _native_check(native, head: bytes, tail: bytes, count: int, index_size: int,
     needed = ffi.new("uint64_t *")
     for _attempt in range(2):
         joined = ffi.new("char[]", capacity + 1)
-        verdict = lib._ts_index_scan(head, tail, len(tail), count, index_size, resident_end,
+        verdict = lib.tsffi_index_scan(head, tail, len(tail), count, index_size, resident_end,
                                      joined + 1, capacity, needed)
-        if verdict == lib.TS__SCAN_OK:
+        if verdict == lib.TSFFI__SCAN_OK:
             joined[0] = b"\n"
             return ffi.buffer(joined, needed[0] + 1)[:]
-        if verdict != lib.TS__SCAN_JOINED_TOO_SMALL:
+        if verdict != lib.TSFFI__SCAN_JOINED_TOO_SMALL:
             return None
         capacity = needed[0]
     return None  # pragma: no cover - the second attempt has the room it asked for

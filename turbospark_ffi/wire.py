@@ -230,7 +230,7 @@ _CHOICE_KEYS = ("drafter", "installHasMtpHead", "installHasDflash", "note")
 
 
 def choice_from_json(text: str, what: str = "choice_json"):
-    """A `DrafterChoice` from the JSON `ts_resolve_drafter` returned. Strict:
+    """A `DrafterChoice` from the JSON `tsffi_resolve_drafter` returned. Strict:
     exactly the four keys, each with its own type, since a host that edits
     this object by hand would otherwise get a plan for an install it made up."""
     from .errors import InvalidArgument
@@ -240,14 +240,14 @@ def choice_from_json(text: str, what: str = "choice_json"):
     for key, value in parse_json_object(text, what):
         if key not in _CHOICE_KEYS:
             raise InvalidArgument(f"{what}: unknown key {show_value(key)}; accepts exactly the keys "
-                                  f"{', '.join(_CHOICE_KEYS)} (what ts_resolve_drafter returns)")
+                                  f"{', '.join(_CHOICE_KEYS)} (what tsffi_resolve_drafter returns)")
         if key in fields:
             raise InvalidArgument(f"{what}: key {show_value(key)} given more than once")
         fields[key] = value
     missing = [k for k in _CHOICE_KEYS if k not in fields]
     if missing:
         raise InvalidArgument(f"{what}: missing key {', '.join(missing)}; accepts exactly the "
-                              f"keys {', '.join(_CHOICE_KEYS)} (what ts_resolve_drafter returns)")
+                              f"keys {', '.join(_CHOICE_KEYS)} (what tsffi_resolve_drafter returns)")
     drafter = fields["drafter"]
     if drafter not in ("auto", "mtp", "dflash") or not isinstance(drafter, str):
         raise InvalidArgument(f"{what}: drafter: got {show_value(drafter)}; accepts \"auto\", "

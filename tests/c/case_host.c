@@ -4,12 +4,16 @@
  * a dlopen()ed run, is byte-identical.
  *
  * Build (linked):   cc ... case_host.c -lturbospark_ffi
- * Build (dlopen):   cc ... -DTS_HOST_DLOPEN case_host.c -ldl   (no -lturbospark_ffi)
+ * Build (dlopen):   cc ... -DTSFFI_HOST_DLOPEN case_host.c -ldl   (no -lturbospark_ffi)
  * Run:              case_host CASEFILE [LIBRARY_PATH]   (LIBRARY_PATH with dlopen only)
+ * With -DTSFFI_HOST_ENGINE_PROBE (tests/test_coexistence.py): the process
+ * also holds a stand-in of the engine's library; the host calls its
+ * ts_session_open before the cases and prints, after "done", what the
+ * stand-in's own ts_last_error and ts_abi_version say then.
  *
  * CASEFILE has one call per line: FN <TAB> A <TAB> B <TAB> FLAGS, where A and B
  * are "-" (a NULL pointer), "@" (the result of the last call that returned
- * TS_OK, byte for byte) or "x" followed by the argument's bytes in hex ("x"
+ * TSFFI_OK, byte for byte) or "x" followed by the argument's bytes in hex ("x"
  * alone is the empty string). FLAGS is "-" or "nullout" (pass NULL as the
  * char ** out-parameter). Unused arguments are "-".
  *
@@ -18,12 +22,16 @@
  * prints: FN status=N out=TEXT|NULL|GARBAGE err=TEXT [ERRLEN=...] where TEXT
  * escapes bytes outside 0x20..0x7e and the backslash as \xNN.
  */
+#ifdef TSFFI_HOST_ENGINE_PROBE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
+#endif
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts_api.h"
+#include "tsffi_api.h"
 
 static void print_escaped(const char *s, size_t n) {
     size_t i;
@@ -75,6 +83,39 @@ static char *decode_arg(const char *field, int *is_null, int *is_prev) {
 
 static char garbage_byte;
 
+#ifdef TSFFI_HOST_ENGINE_PROBE
+/* The stand-in's functions, found wherever the process loaded them
+ * (linked, LD_PRELOAD or dlopen RTLD_GLOBAL): by the engine's names. */
+static int32_t (*engine_open)(const char *, const char *, void **);
+static size_t (*engine_last_error)(char *, size_t);
+static uint32_t (*engine_abi_version)(void);
+
+static int engine_probe_begin(void) {
+    void *sym[3];
+    void *session = NULL;
+    int32_t status;
+    sym[0] = dlsym(RTLD_DEFAULT, "ts_session_open");
+    sym[1] = dlsym(RTLD_DEFAULT, "ts_last_error");
+    sym[2] = dlsym(RTLD_DEFAULT, "ts_abi_version");
+    if (sym[0] == NULL || sym[1] == NULL || sym[2] == NULL) {
+        printf("engine stand-in not loaded\n");
+        return -1;
+    }
+    memcpy(&engine_open, &sym[0], sizeof engine_open);
+    memcpy(&engine_last_error, &sym[1], sizeof engine_last_error);
+    memcpy(&engine_abi_version, &sym[2], sizeof engine_abi_version);
+    status = engine_open("some-model", "{}", &session);
+    printf("engine open status=%d\n", (int)status);
+    return 0;
+}
+
+static void engine_probe_end(void) {
+    char msg[256];
+    engine_last_error(msg, sizeof msg);
+    printf("engine last_error=%s abi=%u\n", msg, (unsigned)engine_abi_version());
+}
+#endif
+
 int main(int argc, char **argv) {
     FILE *cases;
     char *line = NULL;
@@ -88,6 +129,10 @@ int main(int argc, char **argv) {
     }
     if (load_api(argc > 2 ? argv[2] : NULL) != 0)
         return 1;
+#ifdef TSFFI_HOST_ENGINE_PROBE
+    if (engine_probe_begin() != 0)
+        return 1;
+#endif
     cases = fopen(argv[1], "r");
     if (cases == NULL) {
         printf("cannot open %s\n", argv[1]);
@@ -131,7 +176,7 @@ int main(int argc, char **argv) {
             outp = NULL;
 
         /* Prime the last error: a success below must clear it. */
-        if (api.build_info_json(NULL) != TS_ERR_INVALID_ARGUMENT || api.last_error(NULL, 0) == 0) {
+        if (api.build_info_json(NULL) != TSFFI_ERR_INVALID_ARGUMENT || api.last_error(NULL, 0) == 0) {
             printf("line %d: could not prime the last error\n", lineno);
             return 1;
         }
@@ -178,7 +223,7 @@ int main(int argc, char **argv) {
         free(msg);
 
         if (outp != NULL && out != &garbage_byte && out != NULL) {
-            if (status == TS_OK) {
+            if (status == TSFFI_OK) {
                 free(previous);
                 previous = (char *)malloc(strlen(out) + 1);
                 if (previous == NULL)
@@ -195,5 +240,8 @@ int main(int argc, char **argv) {
     free(line);
     fclose(cases);
     printf("done\n");
+#ifdef TSFFI_HOST_ENGINE_PROBE
+    engine_probe_end();
+#endif
     return 0;
 }

@@ -1,7 +1,7 @@
-/* ts_last_error semantics, from a C host: the full length whatever cap is,
+/* tsffi_last_error semantics, from a C host: the full length whatever cap is,
  * buf == NULL asks the length, truncation to cap - 1 bytes at a character
  * boundary with a NUL, cleared on entry by every status-returning call,
- * left alone by ts_last_error, ts_abi_version and ts_string_free, and per
+ * left alone by tsffi_last_error, tsffi_abi_version and tsffi_string_free, and per
  * thread.
  *
  * Run: last_error MODEL_DIR   (an install with an MTP head)
@@ -41,28 +41,28 @@ static void show(const char *label, const char *buf) {
 /* Fail with a known message: the refusal of block 16. */
 static int32_t fail_refused(void) {
     char *out = NULL;
-    int32_t s = ts_resolve_speculation(REFUSE_16, &out);
-    ts_string_free(out);
+    int32_t s = tsffi_resolve_speculation(REFUSE_16, &out);
+    tsffi_string_free(out);
     return s;
 }
 
 static int32_t call_ok(const char *which) {
     char *out = NULL;
     int32_t s = -1;
-    if (strcmp(which, "ts_build_info_json") == 0)
-        s = ts_build_info_json(&out);
-    else if (strcmp(which, "ts_resolve_drafter") == 0)
-        s = ts_resolve_drafter(model_dir, NULL, &out);
-    else if (strcmp(which, "ts_draft_policies") == 0)
-        s = ts_draft_policies("{\"drafter\": \"mtp\", \"installHasMtpHead\": true, "
+    if (strcmp(which, "tsffi_build_info_json") == 0)
+        s = tsffi_build_info_json(&out);
+    else if (strcmp(which, "tsffi_resolve_drafter") == 0)
+        s = tsffi_resolve_drafter(model_dir, NULL, &out);
+    else if (strcmp(which, "tsffi_draft_policies") == 0)
+        s = tsffi_draft_policies("{\"drafter\": \"mtp\", \"installHasMtpHead\": true, "
                               "\"installHasDflash\": false, \"note\": null}", "", &out);
-    else if (strcmp(which, "ts_resolve_speculation") == 0)
-        s = ts_resolve_speculation(NULL, &out);
-    else if (strcmp(which, "ts_speculation_plan") == 0)
-        s = ts_speculation_plan(model_dir, "{}", &out);
-    else if (strcmp(which, "ts_install_info_json") == 0)
-        s = ts_install_info_json(model_dir, &out);
-    ts_string_free(out);
+    else if (strcmp(which, "tsffi_resolve_speculation") == 0)
+        s = tsffi_resolve_speculation(NULL, &out);
+    else if (strcmp(which, "tsffi_speculation_plan") == 0)
+        s = tsffi_speculation_plan(model_dir, "{}", &out);
+    else if (strcmp(which, "tsffi_install_info_json") == 0)
+        s = tsffi_install_info_json(model_dir, &out);
+    tsffi_string_free(out);
     return s;
 }
 
@@ -79,15 +79,15 @@ static void *other_thread(void *arg) {
     char *out = NULL;
     memcpy(r->fresh_buf, "XXXXXXX", 8);
     /* The main thread has failed; this thread has not. */
-    r->fresh_len = ts_last_error(r->fresh_buf, sizeof r->fresh_buf);
-    r->status = ts_resolve_speculation(NOT_JSON, &out);
-    r->len = ts_last_error(r->msg, sizeof r->msg);
+    r->fresh_len = tsffi_last_error(r->fresh_buf, sizeof r->fresh_buf);
+    r->status = tsffi_resolve_speculation(NOT_JSON, &out);
+    r->len = tsffi_last_error(r->msg, sizeof r->msg);
     return NULL;
 }
 
 static void *ok_thread(void *arg) {
     int32_t *status = (int32_t *)arg;
-    *status = call_ok("ts_resolve_speculation");
+    *status = call_ok("tsffi_resolve_speculation");
     return NULL;
 }
 
@@ -96,9 +96,9 @@ int main(int argc, char **argv) {
     char *kept = NULL;
     size_t len, ret, full;
     int32_t s;
-    const char *const functions[] = {"ts_build_info_json", "ts_resolve_drafter",
-                                     "ts_draft_policies", "ts_resolve_speculation",
-                                     "ts_speculation_plan", "ts_install_info_json"};
+    const char *const functions[] = {"tsffi_build_info_json", "tsffi_resolve_drafter",
+                                     "tsffi_draft_policies", "tsffi_resolve_speculation",
+                                     "tsffi_speculation_plan", "tsffi_install_info_json"};
     size_t i, caps[] = {2, 9, 10, 40};
 
     if (argc != 2) {
@@ -109,30 +109,30 @@ int main(int argc, char **argv) {
 
     /* Nothing has failed yet, and nothing has started the runtime. */
     memcpy(buf, "untouched", 10);
-    printf("fresh len=%lu\n", (unsigned long)ts_last_error(NULL, 0));
-    printf("fresh ret=%lu\n", (unsigned long)ts_last_error(buf, sizeof buf));
+    printf("fresh len=%lu\n", (unsigned long)tsffi_last_error(NULL, 0));
+    printf("fresh ret=%lu\n", (unsigned long)tsffi_last_error(buf, sizeof buf));
     show("fresh buf", buf);
 
     /* A result to free later, while an error is set. */
-    s = ts_resolve_speculation("{}", &kept);
+    s = tsffi_resolve_speculation("{}", &kept);
     printf("kept status=%d set=%d\n", (int)s, kept != NULL);
 
     s = fail_refused();
-    len = ts_last_error(NULL, 0);
+    len = tsffi_last_error(NULL, 0);
     printf("refused status=%d len=%lu\n", (int)s, (unsigned long)len);
-    full = ts_last_error(buf, sizeof buf);
+    full = tsffi_last_error(buf, sizeof buf);
     printf("full ret=%lu strlen=%lu\n", (unsigned long)full, (unsigned long)strlen(buf));
     show("full", buf);
 
     /* cap 0 with a buffer: nothing written, length returned. */
     memcpy(buf, "untouched", 10);
-    ret = ts_last_error(buf, 0);
+    ret = tsffi_last_error(buf, 0);
     printf("cap0 ret=%lu\n", (unsigned long)ret);
     show("cap0 buf", buf);
 
     /* cap 1: just the NUL. */
     memcpy(buf, "untouched", 10);
-    ret = ts_last_error(buf, 1);
+    ret = tsffi_last_error(buf, 1);
     printf("cap1 ret=%lu\n", (unsigned long)ret);
     show("cap1 buf", buf);
     show("cap1 after", buf + 1);
@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
         char label[32];
         memset(buf, '#', sizeof buf);
         buf[sizeof buf - 1] = '\0';
-        ret = ts_last_error(buf, caps[i]);
+        ret = tsffi_last_error(buf, caps[i]);
         printf("cap%lu ret=%lu\n", (unsigned long)caps[i], (unsigned long)ret);
         snprintf(label, sizeof label, "cap%lu buf", (unsigned long)caps[i]);
         show(label, buf);
@@ -150,29 +150,29 @@ int main(int argc, char **argv) {
     }
     /* cap == len: one byte short; cap == len + 1: exact. */
     memset(buf, '#', sizeof buf);
-    ret = ts_last_error(buf, len);
+    ret = tsffi_last_error(buf, len);
     printf("capL ret=%lu strlen=%lu beyond=%c\n", (unsigned long)ret,
            (unsigned long)strlen(buf), buf[len]);
     memset(buf, '#', sizeof buf);
-    ret = ts_last_error(buf, len + 1);
+    ret = tsffi_last_error(buf, len + 1);
     printf("capL+1 ret=%lu strlen=%lu beyond=%c\n", (unsigned long)ret,
            (unsigned long)strlen(buf), buf[len + 1]);
 
     /* Calls that leave it. */
-    printf("reread len=%lu\n", (unsigned long)ts_last_error(NULL, 0));
-    printf("abi_version=%u len=%lu\n", (unsigned)ts_abi_version(),
-           (unsigned long)ts_last_error(NULL, 0));
-    ts_string_free(NULL);
-    printf("string_free(NULL) len=%lu\n", (unsigned long)ts_last_error(NULL, 0));
-    ts_string_free(kept);
-    printf("string_free(result) len=%lu\n", (unsigned long)ts_last_error(NULL, 0));
+    printf("reread len=%lu\n", (unsigned long)tsffi_last_error(NULL, 0));
+    printf("abi_version=%u len=%lu\n", (unsigned)tsffi_abi_version(),
+           (unsigned long)tsffi_last_error(NULL, 0));
+    tsffi_string_free(NULL);
+    printf("string_free(NULL) len=%lu\n", (unsigned long)tsffi_last_error(NULL, 0));
+    tsffi_string_free(kept);
+    printf("string_free(result) len=%lu\n", (unsigned long)tsffi_last_error(NULL, 0));
 
     /* A second failure replaces the first, it does not append. */
     {
         char *out = NULL;
-        s = ts_resolve_speculation(NOT_JSON, &out);
-        printf("replaced status=%d len_changed=%d\n", (int)s, ts_last_error(NULL, 0) != len);
-        ts_last_error(buf, sizeof buf);
+        s = tsffi_resolve_speculation(NOT_JSON, &out);
+        printf("replaced status=%d len_changed=%d\n", (int)s, tsffi_last_error(NULL, 0) != len);
+        tsffi_last_error(buf, sizeof buf);
         printf("replaced mentions_options_json=%d mentions_block=%d\n",
                strstr(buf, "options_json") != NULL, strstr(buf, "block 16") != NULL);
     }
@@ -180,15 +180,15 @@ int main(int argc, char **argv) {
     /* Every status-returning call clears it on entry. */
     for (i = 0; i < sizeof functions / sizeof functions[0]; i++) {
         s = fail_refused();
-        ret = ts_last_error(NULL, 0);
+        ret = tsffi_last_error(NULL, 0);
         s = call_ok(functions[i]);
         printf("cleared by %s: status=%d before=%lu after=%lu\n", functions[i], (int)s,
-               (unsigned long)ret, (unsigned long)ts_last_error(NULL, 0));
+               (unsigned long)ret, (unsigned long)tsffi_last_error(NULL, 0));
     }
     /* A NULL-argument failure also replaces the message (cleared, then set). */
     fail_refused();
-    s = ts_build_info_json(NULL);
-    ts_last_error(buf, sizeof buf);
+    s = tsffi_build_info_json(NULL);
+    tsffi_last_error(buf, sizeof buf);
     printf("null out status=%d mentions_out_json=%d mentions_block=%d\n", (int)s,
            strstr(buf, "out_json") != NULL, strstr(buf, "block 16") != NULL);
 
@@ -196,12 +196,12 @@ int main(int argc, char **argv) {
     {
         char *out = NULL;
         size_t cap;
-        s = ts_resolve_speculation(UTF8_OPTIONS, &out);
-        len = ts_last_error(NULL, 0);
+        s = tsffi_resolve_speculation(UTF8_OPTIONS, &out);
+        len = tsffi_last_error(NULL, 0);
         printf("utf8 status=%d len=%lu\n", (int)s, (unsigned long)len);
         for (cap = len - 9; cap <= len + 1; cap++) {
             char label[32];
-            ret = ts_last_error(buf, cap);
+            ret = tsffi_last_error(buf, cap);
             snprintf(label, sizeof label, "utf8 cap=L%+d", (int)cap - (int)len);
             printf("%s ret=%lu strlen=%lu\n", label, (unsigned long)ret,
                    (unsigned long)strlen(buf));
@@ -215,20 +215,20 @@ int main(int argc, char **argv) {
         struct thread_report r;
         int32_t ok_status = -1;
         fail_refused();
-        len = ts_last_error(NULL, 0);
+        len = tsffi_last_error(NULL, 0);
         pthread_create(&t, NULL, other_thread, &r);
         pthread_join(t, NULL);
         printf("thread fresh len=%lu\n", (unsigned long)r.fresh_len);
         show("thread fresh buf", r.fresh_buf);
         printf("thread status=%d len_is_strlen=%d mentions_options_json=%d\n", (int)r.status,
                r.len == strlen(r.msg), strstr(r.msg, "options_json") != NULL);
-        ts_last_error(buf, sizeof buf);
-        printf("main after thread failure len_same=%d\n", ts_last_error(NULL, 0) == len);
+        tsffi_last_error(buf, sizeof buf);
+        printf("main after thread failure len_same=%d\n", tsffi_last_error(NULL, 0) == len);
         show("main msg", buf);
         pthread_create(&t, NULL, ok_thread, &ok_status);
         pthread_join(t, NULL);
         printf("thread ok status=%d; main len_same=%d\n", (int)ok_status,
-               ts_last_error(NULL, 0) == len);
+               tsffi_last_error(NULL, 0) == len);
     }
     printf("done\n");
     return 0;

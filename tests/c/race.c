@@ -35,24 +35,24 @@ static void *run(void *arg) {
     switch (r->index % 4) {
     case 0:
         r->op = "build_info";
-        r->status = ts_build_info_json(&out);
+        r->status = tsffi_build_info_json(&out);
         break;
     case 1:
         r->op = "refused";
-        r->status = ts_resolve_speculation("{\"speculation\": 16}", &out);
+        r->status = tsffi_resolve_speculation("{\"speculation\": 16}", &out);
         break;
     case 2:
         r->op = "plan";
-        r->status = ts_speculation_plan(model_dir, "{}", &out);
+        r->status = tsffi_speculation_plan(model_dir, "{}", &out);
         break;
     default:
         r->op = "drafter";
-        r->status = ts_resolve_drafter(model_dir, NULL, &out);
+        r->status = tsffi_resolve_drafter(model_dir, NULL, &out);
         break;
     }
     /* Read this thread's last error right after its own call, while the
      * other threads are still failing and succeeding. */
-    r->err_len = ts_last_error(r->err, sizeof r->err);
+    r->err_len = tsffi_last_error(r->err, sizeof r->err);
     r->out = out;
     return NULL;
 }
@@ -97,13 +97,13 @@ int main(int argc, char **argv) {
             printf("NULL");
         else if (r->index % 4 == 0)
             /* build info holds paths; its ABI version is what must agree */
-            printf("%s", strstr(r->out, "\"abiVersion\":1") != NULL ? "abiVersion=1" : r->out);
+            printf("%s", strstr(r->out, "\"abiVersion\":2") != NULL ? "abiVersion=2" : r->out);
         else
             print_escaped(r->out);
         printf("\n");
-        ts_string_free(r->out);
+        tsffi_string_free(r->out);
     }
-    printf("main err_len=%lu\n", (unsigned long)ts_last_error(NULL, 0));
+    printf("main err_len=%lu\n", (unsigned long)tsffi_last_error(NULL, 0));
     pthread_barrier_destroy(&barrier);
     printf("done\n");
     return 0;

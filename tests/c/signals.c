@@ -44,13 +44,13 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, NULL, &mask_before);
 
     /* The first call starts the runtime. */
-    s1 = ts_build_info_json(&out);
-    ts_string_free(out);
+    s1 = tsffi_build_info_json(&out);
+    tsffi_string_free(out);
     out = NULL;
-    s2 = ts_speculation_plan(argv[1], "{\"speculation\": 2}", &out);
-    ts_string_free(out);
+    s2 = tsffi_speculation_plan(argv[1], "{\"speculation\": 2}", &out);
+    tsffi_string_free(out);
     out = NULL;
-    s3 = ts_resolve_speculation("{\"speculation\": 16}", &out);
+    s3 = tsffi_resolve_speculation("{\"speculation\": 16}", &out);
     printf("calls %d %d %d\n", (int)s1, (int)s2, (int)s3);
 
     sigaction(SIGINT, NULL, &after);

@@ -3,7 +3,7 @@
  * canary call that proves the library still answers.
  *
  * Build linked:  cc ... abi_host.c -lturbospark_ffi
- * Build dlopen:  cc ... -DTS_HOST_DLOPEN abi_host.c -ldl   (RTLD_LOCAL)
+ * Build dlopen:  cc ... -DTSFFI_HOST_DLOPEN abi_host.c -ldl   (RTLD_LOCAL)
  * Run:           abi_host [-n] SCRIPT [LIBRARY_PATH]        (-n: no canary)
  *
  * Extra ops (A as x<hex> text):
@@ -11,8 +11,8 @@
  *                        the directory can still be listed)
  *   chdir_removed A      mkdir A, chdir into it, rmdir it (prints whether
  *                        getcwd fails)
- *   null_probe           the functions that take no status: ts_last_error
- *                        with NULL / cap 0, ts_string_free(NULL), ts_abi_version
+ *   null_probe           the functions that take no status: tsffi_last_error
+ *                        with NULL / cap 0, tsffi_string_free(NULL), tsffi_abi_version
  *
  * Records (fields separated by TAB, text escaped):
  *   R  ID  STATUS  OUT  ERR  CANARY_STATUS  CANARY_OUT
@@ -22,7 +22,7 @@
  *   SIG unchanged | changed N...    every disposition 1..31 and the mask
  *   SIGINT host | replaced
  *   DONE
- * The host primes the last error (ts_build_info_json(NULL)) before each
+ * The host primes the last error (tsffi_build_info_json(NULL)) before each
  * call, so a call that succeeds must have cleared it.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
         const struct call *c = &calls[i];
         int32_t status = -1, cstatus = -1;
         char *out = NULL, *cout = NULL, *err;
-        if (api.build_info_json(NULL) != TS_ERR_INVALID_ARGUMENT || api.last_error(NULL, 0) == 0) {
+        if (api.build_info_json(NULL) != TSFFI_ERR_INVALID_ARGUMENT || api.last_error(NULL, 0) == 0) {
             printf("FATAL\tcould not prime the last error before %s\n", c->id);
             return 1;
         }
@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
         }
         printf("\n");
         if (out != &garbage_byte && out != NULL) {
-            if (status == TS_OK) {
+            if (status == TSFFI_OK) {
                 free(previous);
                 previous = dup_str(out);
             }

@@ -6,13 +6,13 @@
  *
  * Build: cc ... memory_host.c -lturbospark_ffi -lpthread
  * Run:   memory_host [-k] SCRIPT TOTAL_CALLS THREAD_EVERY CHECKPOINT...
- *        -k: keep every result (never call ts_string_free): a leak made on
+ *        -k: keep every result (never call tsffi_string_free): a leak made on
  *        purpose, the positive control of the leak check.
  * Prints  C  CALLS  STATUS_COUNTS  (once, after the first pass: per-status
  *         counts, proving the script mixes successes and failures)
  *         P  CALLS  RSS_BYTES  OPEN_FDS     at each checkpoint
  *         DONE
- * Without -k every result is released with ts_string_free; every thread is
+ * Without -k every result is released with tsffi_string_free; every thread is
  * joined.
  */
 #define _POSIX_C_SOURCE 200809L

@@ -1,5 +1,5 @@
 /* Shared by the reliability drivers (#included, not compiled on its own):
- * the API table (linked, or dlopen()ed RTLD_LOCAL with -DTS_HOST_DLOPEN),
+ * the API table (linked, or dlopen()ed RTLD_LOCAL with -DTSFFI_HOST_DLOPEN),
  * the call script format, one call through the C ABI, and escaped printing.
  *
  * A script has one call per line, fields separated by TAB:
@@ -9,7 +9,7 @@
  *     -         a NULL pointer
  *     x<hex>    these bytes ("x" alone: the empty string)
  *     f<path>   the bytes of the file at <path> (for arguments of megabytes)
- *     @         the result of the previous call that returned TS_OK
+ *     @         the result of the previous call that returned TSFFI_OK
  * FLAGS is "-" or "nullout" (pass NULL as the char ** out-parameter).
  * Unused arguments are "-".
  *
@@ -26,7 +26,7 @@
 
 #include "turbospark_ffi.h"
 
-#ifdef TS_HOST_DLOPEN
+#ifdef TSFFI_HOST_DLOPEN
 #include <dlfcn.h>
 #endif
 
@@ -37,8 +37,8 @@
 #define REL_UNUSED
 #endif
 
-#define TS_API_FAIL_PREFIX "FATAL\t"
-#include "../c/ts_api.h"
+#define TSFFI_API_FAIL_PREFIX "FATAL\t"
+#include "../c/tsffi_api.h"
 
 /* ------------------------------------------------------------------------ */
 
@@ -56,7 +56,7 @@ REL_UNUSED static void print_escaped_n(FILE *f, const char *s, size_t n) {
 REL_UNUSED static void print_escaped(FILE *f, const char *s) { print_escaped_n(f, s, strlen(s)); }
 
 /* The calling thread's whole last error, malloc'd (never NULL unless out of
- * memory); *len_out gets the length ts_last_error reported. */
+ * memory); *len_out gets the length tsffi_last_error reported. */
 REL_UNUSED static char *read_last_error(size_t *len_out) {
     size_t len = api.last_error(NULL, 0), full;
     char *msg = (char *)malloc(len + 1);

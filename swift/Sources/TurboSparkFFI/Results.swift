@@ -1,9 +1,9 @@
 // The JSON shapes of the C ABI as Codable values. Every key of the wire is a
 // property of the same name; a JSON null is a Swift nil. Encoding writes the
 // nulls back (rather than leaving keys out), so what Swift encodes is the wire
-// shape again -- which ts_draft_policies requires of the choice it is given.
+// shape again -- which tsffi_draft_policies requires of the choice it is given.
 
-/// What `ts_resolve_drafter` decided: the drafter to open, what the install's
+/// What `tsffi_resolve_drafter` decided: the drafter to open, what the install's
 /// index says it carries, and the note for the case where `auto` found a
 /// DFlash2 drafter and left it off.
 public struct DrafterChoice: Codable, Sendable, Hashable {
@@ -71,7 +71,7 @@ public struct DraftPolicy: Codable, Sendable, Hashable {
     }
 }
 
-/// The draft policies to open a runner with (`ts_draft_policies`): the
+/// The draft policies to open a runner with (`tsffi_draft_policies`): the
 /// drafter the request named owns it and the other is pinned off.
 public struct DraftPolicies: Codable, Sendable, Hashable {
     public var mtp: DraftPolicy
@@ -83,7 +83,7 @@ public struct DraftPolicies: Codable, Sendable, Hashable {
     }
 }
 
-/// Whether speculation will run (`ts_resolve_speculation`): the engine's own
+/// Whether speculation will run (`tsffi_resolve_speculation`): the engine's own
 /// sessionInfo `"speculation"` object, so one type decodes both.
 public struct SpeculationPlan: Codable, Sendable, Hashable {
     /// The block, or nil: nil is the "is it on" test.
@@ -113,7 +113,7 @@ public struct SpeculationPlan: Codable, Sendable, Hashable {
     }
 }
 
-/// The whole decision for an install (`ts_speculation_plan`).
+/// The whole decision for an install (`tsffi_speculation_plan`).
 public struct PlanResult: Codable, Sendable, Hashable {
     /// The drafter choice, as ``TurboSpark/resolveDrafter(modelDir:options:)``.
     public var drafter: DrafterChoice
@@ -134,7 +134,7 @@ public struct PlanResult: Codable, Sendable, Hashable {
     }
 }
 
-/// What an install's files say (`ts_install_info_json`), so a GUI can show
+/// What an install's files say (`tsffi_install_info_json`), so a GUI can show
 /// why an answer is "unknown". Keys the library adds later are ignored; keys
 /// that are missing decode as nil.
 public struct InstallInfo: Codable, Sendable, Hashable {
@@ -188,7 +188,7 @@ public struct InstallInfo: Codable, Sendable, Hashable {
     public var blockerPreview: BlockerPreview?
 }
 
-/// The library's build information (`ts_build_info_json`).
+/// The library's build information (`tsffi_build_info_json`).
 public struct BuildInfo: Codable, Sendable, Hashable {
     public var abiVersion: UInt32
     public var version: String

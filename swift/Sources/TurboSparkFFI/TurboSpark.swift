@@ -5,26 +5,26 @@ import Foundation
 ///
 /// Every function is synchronous and may be called from any thread or task,
 /// concurrently. Each one makes ONE C call and, on failure, reads
-/// `ts_last_error` on the same thread before returning (the message is per
+/// `tsffi_last_error` on the same thread before returning (the message is per
 /// thread, and a synchronous function has no suspension point at which a task
 /// could move to another thread), then throws it as a ``TurboSparkError``.
-/// Every string the library returns is released with `ts_string_free`.
+/// Every string the library returns is released with `tsffi_string_free`.
 ///
 /// The typed functions take ``Options`` and decode the result; the `...JSON`
 /// functions take and return the JSON text as it crosses the C boundary, for
 /// a host that already holds its open-options object (unused keys are
 /// ignored and listed back in ``PlanResult/ignoredKeys``).
 public enum TurboSpark {
-    /// `TS_ABI_VERSION` of the header this package was compiled against.
-    public static let headerABIVersion = UInt32(TS_ABI_VERSION)
+    /// `TSFFI_ABI_VERSION` of the header this package was compiled against.
+    public static let headerABIVersion: UInt32 = TSFFI_ABI_VERSION
 
-    /// `ts_abi_version()`: the ABI of the library that is loaded. Compare
+    /// `tsffi_abi_version()`: the ABI of the library that is loaded. Compare
     /// with ``headerABIVersion``. Never starts the embedded runtime.
-    public static var abiVersion: UInt32 { ts_abi_version() }
+    public static var abiVersion: UInt32 { tsffi_abi_version() }
 
     // MARK: typed
 
-    /// The whole decision for the install in `modelDir` (`ts_speculation_plan`):
+    /// The whole decision for the install in `modelDir` (`tsffi_speculation_plan`):
     /// the drafter, the draft policies, and whether speculation will run.
     /// Throws ``TurboSparkError`` with status ``TurboSparkError/refused`` for a
     /// named block that cannot be served; its message is the one to show.
@@ -32,7 +32,7 @@ public enum TurboSpark {
         throws(TurboSparkError) -> PlanResult
     {
         try decode(PlanResult.self, speculationPlanJSON(modelDir: modelDir, optionsJSON: options.json()),
-                   from: "ts_speculation_plan")
+                   from: "tsffi_speculation_plan")
     }
 
     /// ``speculationPlan(modelDir:options:)`` with the options as JSON text
@@ -41,20 +41,20 @@ public enum TurboSpark {
         throws(TurboSparkError) -> PlanResult
     {
         try decode(PlanResult.self, speculationPlanJSON(modelDir: modelDir, optionsJSON: optionsJSON),
-                   from: "ts_speculation_plan")
+                   from: "tsffi_speculation_plan")
     }
 
-    /// Which drafter to open for the install in `modelDir` (`ts_resolve_drafter`).
+    /// Which drafter to open for the install in `modelDir` (`tsffi_resolve_drafter`).
     /// Uses `options.drafter`. An unreadable index is not an error: its flags
     /// come back nil.
     public static func resolveDrafter(modelDir: String, options: Options = .default)
         throws(TurboSparkError) -> DrafterChoice
     {
         try decode(DrafterChoice.self, resolveDrafterJSON(modelDir: modelDir, optionsJSON: options.json()),
-                   from: "ts_resolve_drafter")
+                   from: "tsffi_resolve_drafter")
     }
 
-    /// The draft policies to open a runner with (`ts_draft_policies`), for a
+    /// The draft policies to open a runner with (`tsffi_draft_policies`), for a
     /// choice ``resolveDrafter(modelDir:options:)`` returned. Uses
     /// `options.speculation`.
     public static func draftPolicies(choice: DrafterChoice, options: Options = .default)
@@ -63,10 +63,10 @@ public enum TurboSpark {
         let choiceJSON = try encode(choice, what: "the drafter choice")
         return try decode(DraftPolicies.self,
                           draftPoliciesJSON(choiceJSON: choiceJSON, optionsJSON: options.json()),
-                          from: "ts_draft_policies")
+                          from: "tsffi_draft_policies")
     }
 
-    /// Whether speculation will run, without an install (`ts_resolve_speculation`).
+    /// Whether speculation will run, without an install (`tsffi_resolve_speculation`).
     /// `options.drafter` is the RESOLVED drafter (`.auto` takes the MTP arms);
     /// `options.engineBlocker` the engine's reason. Throws status
     /// ``TurboSparkError/refused`` for a named block that cannot be served.
@@ -74,84 +74,84 @@ public enum TurboSpark {
         throws(TurboSparkError) -> SpeculationPlan
     {
         try decode(SpeculationPlan.self, resolveSpeculationJSON(optionsJSON: options.json()),
-                   from: "ts_resolve_speculation")
+                   from: "tsffi_resolve_speculation")
     }
 
-    /// What the install's files say (`ts_install_info_json`). An unreadable
+    /// What the install's files say (`tsffi_install_info_json`). An unreadable
     /// index is a result (`indexReadable == false`), not an error.
     public static func installInfo(modelDir: String) throws(TurboSparkError) -> InstallInfo {
-        try decode(InstallInfo.self, installInfoJSON(modelDir: modelDir), from: "ts_install_info_json")
+        try decode(InstallInfo.self, installInfoJSON(modelDir: modelDir), from: "tsffi_install_info_json")
     }
 
-    /// The library's build information (`ts_build_info_json`).
+    /// The library's build information (`tsffi_build_info_json`).
     public static func buildInfo() throws(TurboSparkError) -> BuildInfo {
-        try decode(BuildInfo.self, buildInfoJSON(), from: "ts_build_info_json")
+        try decode(BuildInfo.self, buildInfoJSON(), from: "tsffi_build_info_json")
     }
 
     // MARK: raw JSON
 
-    /// `ts_speculation_plan`, JSON in and out.
+    /// `tsffi_speculation_plan`, JSON in and out.
     public static func speculationPlanJSON(modelDir: String, optionsJSON: String?)
         throws(TurboSparkError) -> String
     {
-        let function = "ts_speculation_plan"
+        let function = "tsffi_speculation_plan"
         return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
             try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-                try call(function) { ts_speculation_plan(dir, opts, $0) }
+                try call(function) { tsffi_speculation_plan(dir, opts, $0) }
             }
         }
     }
 
-    /// `ts_resolve_drafter`, JSON in and out.
+    /// `tsffi_resolve_drafter`, JSON in and out.
     public static func resolveDrafterJSON(modelDir: String, optionsJSON: String?)
         throws(TurboSparkError) -> String
     {
-        let function = "ts_resolve_drafter"
+        let function = "tsffi_resolve_drafter"
         return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
             try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-                try call(function) { ts_resolve_drafter(dir, opts, $0) }
+                try call(function) { tsffi_resolve_drafter(dir, opts, $0) }
             }
         }
     }
 
-    /// `ts_draft_policies`, JSON in and out. `choiceJSON` is exactly what
+    /// `tsffi_draft_policies`, JSON in and out. `choiceJSON` is exactly what
     /// ``resolveDrafterJSON(modelDir:optionsJSON:)`` returned.
     public static func draftPoliciesJSON(choiceJSON: String, optionsJSON: String?)
         throws(TurboSparkError) -> String
     {
-        let function = "ts_draft_policies"
+        let function = "tsffi_draft_policies"
         return try withCString(choiceJSON, "choice_json", function) { (choice) throws(TurboSparkError) in
             try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-                try call(function) { ts_draft_policies(choice, opts, $0) }
+                try call(function) { tsffi_draft_policies(choice, opts, $0) }
             }
         }
     }
 
-    /// `ts_resolve_speculation`, JSON in and out.
+    /// `tsffi_resolve_speculation`, JSON in and out.
     public static func resolveSpeculationJSON(optionsJSON: String?) throws(TurboSparkError) -> String {
-        let function = "ts_resolve_speculation"
+        let function = "tsffi_resolve_speculation"
         return try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-            try call(function) { ts_resolve_speculation(opts, $0) }
+            try call(function) { tsffi_resolve_speculation(opts, $0) }
         }
     }
 
-    /// `ts_install_info_json`: the JSON text.
+    /// `tsffi_install_info_json`: the JSON text.
     public static func installInfoJSON(modelDir: String) throws(TurboSparkError) -> String {
-        let function = "ts_install_info_json"
+        let function = "tsffi_install_info_json"
         return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
-            try call(function) { ts_install_info_json(dir, $0) }
+            try call(function) { tsffi_install_info_json(dir, $0) }
         }
     }
 
-    /// `ts_build_info_json`: the JSON text.
+    /// `tsffi_build_info_json`: the JSON text.
     public static func buildInfoJSON() throws(TurboSparkError) -> String {
-        try call("ts_build_info_json") { ts_build_info_json($0) }
+        try call("tsffi_build_info_json") { tsffi_build_info_json($0) }
     }
 
     // MARK: the boundary
 
     /// One C call with a `char **` out-parameter: the result string, copied
-    /// and released with `ts_string_free`, or the last error thrown.
+    /// and released with `tsffi_string_free`, or the last error thrown.
     private static func call(
         _ function: String,
         _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32
@@ -159,15 +159,15 @@ public enum TurboSpark {
         var out: UnsafeMutablePointer<CChar>? = nil
         let status = body(&out)
         // Released on every path; the header says *out stays NULL on failure,
-        // and ts_string_free(NULL) is a no-op.
-        defer { ts_string_free(out) }
-        guard status == TS_OK else {
+        // and tsffi_string_free(NULL) is a no-op.
+        defer { tsffi_string_free(out) }
+        guard status == TSFFI_OK else {
             // Same thread, nothing in between: this is the call's own message.
             throw TurboSparkError.last(status: status, function: function)
         }
         guard let out else {
             throw TurboSparkError(status: TurboSparkError.internal,
-                                  message: "\(function) returned TS_OK but left its result NULL",
+                                  message: "\(function) returned TSFFI_OK but left its result NULL",
                                   function: function)
         }
         return String(cString: out)

@@ -4,16 +4,16 @@ import Foundation
 /// The one error every call of this package throws: the C status code and the
 /// library's own message, verbatim.
 ///
-/// `message` is what `ts_last_error` held right after the failing call, byte
+/// `message` is what `tsffi_last_error` held right after the failing call, byte
 /// for byte, so a GUI can show it as it is: for ``status`` ==
 /// ``TurboSparkError/refused`` it is the engine's refusal text ("--speculative
 /// was asked for but cannot be served: ..."), meant for the user.
 public struct TurboSparkError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The `int32_t` the C function returned: one of the header's `TS_ERR_*`.
+    /// The `int32_t` the C function returned: one of the header's `TSFFI_ERR_*`.
     public let status: Int32
-    /// The calling thread's `ts_last_error` message, verbatim.
+    /// The calling thread's `tsffi_last_error` message, verbatim.
     public let message: String
-    /// The C function that failed (`"ts_speculation_plan"`, ...).
+    /// The C function that failed (`"tsffi_speculation_plan"`, ...).
     public let function: String
 
     public init(status: Int32, message: String, function: String) {
@@ -24,20 +24,20 @@ public struct TurboSparkError: Error, Sendable, Hashable, CustomStringConvertibl
 
     // The header's status codes, re-exported so a host need not import the C
     // module to compare them. Taken from the header's macros: one source.
-    public static let ok: Int32 = TS_OK
+    public static let ok: Int32 = TSFFI_OK
     /// A NULL pointer, text that is not UTF-8, an option value outside its
     /// set, a near-miss option key.
-    public static let invalidArgument: Int32 = TS_ERR_INVALID_ARGUMENT
+    public static let invalidArgument: Int32 = TSFFI_ERR_INVALID_ARGUMENT
     /// A named speculation block that cannot be served (the engine's open
     /// returns 2 for this same refusal). The message is the one to show.
-    public static let refused: Int32 = TS_ERR_REFUSED
+    public static let refused: Int32 = TSFFI_ERR_REFUSED
     /// A JSON argument that does not parse or is not an object.
-    public static let json: Int32 = TS_ERR_JSON
+    public static let json: Int32 = TSFFI_ERR_JSON
     /// Anything unexpected, caught at the boundary.
-    public static let `internal`: Int32 = TS_ERR_INTERNAL
+    public static let `internal`: Int32 = TSFFI_ERR_INTERNAL
     /// The embedded Python runtime could not start; every later call returns
     /// it too.
-    public static let runtime: Int32 = TS_ERR_RUNTIME
+    public static let runtime: Int32 = TSFFI_ERR_RUNTIME
 
     /// True for the refusal of a named block (``refused``).
     public var isRefused: Bool { status == Self.refused }
@@ -45,12 +45,12 @@ public struct TurboSparkError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The header's name of ``status``.
     public var statusName: String {
         switch status {
-        case Self.ok: return "TS_OK"
-        case Self.invalidArgument: return "TS_ERR_INVALID_ARGUMENT"
-        case Self.refused: return "TS_ERR_REFUSED"
-        case Self.json: return "TS_ERR_JSON"
-        case Self.internal: return "TS_ERR_INTERNAL"
-        case Self.runtime: return "TS_ERR_RUNTIME"
+        case Self.ok: return "TSFFI_OK"
+        case Self.invalidArgument: return "TSFFI_ERR_INVALID_ARGUMENT"
+        case Self.refused: return "TSFFI_ERR_REFUSED"
+        case Self.json: return "TSFFI_ERR_JSON"
+        case Self.internal: return "TSFFI_ERR_INTERNAL"
+        case Self.runtime: return "TSFFI_ERR_RUNTIME"
         default: return "status \(status)"
         }
     }
@@ -70,17 +70,17 @@ extension TurboSparkError: LocalizedError {
     public var errorDescription: String? { message }
 }
 
-/// The calling thread's `ts_last_error` message ("" when there is none).
+/// The calling thread's `tsffi_last_error` message ("" when there is none).
 /// Asks for the length first, then copies the whole message.
 func lastErrorMessage() -> String {
-    let length = ts_last_error(nil, 0)
+    let length = tsffi_last_error(nil, 0)
     if length == 0 {
         return ""
     }
     let capacity = length + 1
     let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
         let full = buffer.withMemoryRebound(to: CChar.self) { chars in
-            ts_last_error(chars.baseAddress, capacity)
+            tsffi_last_error(chars.baseAddress, capacity)
         }
         // The message cannot change between the two calls (nothing on this
         // thread ran in between), but never read past what was written.

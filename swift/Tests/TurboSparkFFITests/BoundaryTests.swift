@@ -7,7 +7,7 @@ import TurboSparkFFI
 /// the options object, and the one error type.
 @Suite struct BoundaryTests {
     @Test func headerNullabilityImportsAsNonOptionalParameters() {
-        // TS_NONNULL pointers import as non-optional, TS_NULLABLE ones as
+        // TSFFI_NONNULL pointers import as non-optional, TSFFI_NULLABLE ones as
         // optional. Compared as exact types at run time (a C function used as
         // a value is `@Sendable (...) -> R`), since function conversions would
         // let a looser signature through an assignment. Without the
@@ -17,22 +17,22 @@ import TurboSparkFFI
         typealias Out = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
         typealias WithDir = @Sendable (In, In?, Out) -> Int32
         func same<A, B>(_ a: A, _ b: B.Type) -> Bool { ObjectIdentifier(type(of: a)) == ObjectIdentifier(B.self) }
-        #expect(same(ts_speculation_plan, WithDir.self))
-        #expect(same(ts_resolve_drafter, WithDir.self))
-        #expect(same(ts_draft_policies, WithDir.self))
-        #expect(same(ts_resolve_speculation, (@Sendable (In?, Out) -> Int32).self))
-        #expect(same(ts_install_info_json, (@Sendable (In, Out) -> Int32).self))
-        #expect(same(ts_build_info_json, (@Sendable (Out) -> Int32).self))
-        #expect(same(ts_last_error, (@Sendable (UnsafeMutablePointer<CChar>?, Int) -> Int).self))
-        #expect(same(ts_string_free, (@Sendable (UnsafeMutablePointer<CChar>?) -> Void).self))
-        #expect(same(ts_abi_version, (@Sendable () -> UInt32).self))
+        #expect(same(tsffi_speculation_plan, WithDir.self))
+        #expect(same(tsffi_resolve_drafter, WithDir.self))
+        #expect(same(tsffi_draft_policies, WithDir.self))
+        #expect(same(tsffi_resolve_speculation, (@Sendable (In?, Out) -> Int32).self))
+        #expect(same(tsffi_install_info_json, (@Sendable (In, Out) -> Int32).self))
+        #expect(same(tsffi_build_info_json, (@Sendable (Out) -> Int32).self))
+        #expect(same(tsffi_last_error, (@Sendable (UnsafeMutablePointer<CChar>?, Int) -> Int).self))
+        #expect(same(tsffi_string_free, (@Sendable (UnsafeMutablePointer<CChar>?) -> Void).self))
+        #expect(same(tsffi_abi_version, (@Sendable () -> UInt32).self))
         // And the negative control: an optional model_dir is a different type.
-        #expect(!same(ts_speculation_plan, (@Sendable (In?, In?, Out) -> Int32).self))
+        #expect(!same(tsffi_speculation_plan, (@Sendable (In?, In?, Out) -> Int32).self))
     }
 
     @Test func abiVersionAndBuildInfo() throws {
         #expect(TurboSpark.abiVersion == TurboSpark.headerABIVersion)
-        #expect(TurboSpark.headerABIVersion == UInt32(TS_ABI_VERSION))
+        #expect(TurboSpark.headerABIVersion == TSFFI_ABI_VERSION)
         let info = try TurboSpark.buildInfo()
         #expect(info.abiVersion == TurboSpark.abiVersion)
         #expect(!info.version.isEmpty)
@@ -44,13 +44,13 @@ import TurboSparkFFI
     }
 
     @Test func statusCodesComeFromTheHeader() {
-        #expect(TurboSparkError.ok == 0 && TS_OK == 0)
-        #expect(TurboSparkError.invalidArgument == TS_ERR_INVALID_ARGUMENT)
-        #expect(TurboSparkError.refused == TS_ERR_REFUSED)
-        #expect(TurboSparkError.json == TS_ERR_JSON)
-        #expect(TurboSparkError.internal == TS_ERR_INTERNAL)
-        #expect(TurboSparkError.runtime == TS_ERR_RUNTIME)
-        #expect([1, 2, 4, 6, 9] == [TS_ERR_INVALID_ARGUMENT, TS_ERR_REFUSED, TS_ERR_JSON, TS_ERR_INTERNAL, TS_ERR_RUNTIME])
+        #expect(TurboSparkError.ok == 0 && TSFFI_OK == 0)
+        #expect(TurboSparkError.invalidArgument == TSFFI_ERR_INVALID_ARGUMENT)
+        #expect(TurboSparkError.refused == TSFFI_ERR_REFUSED)
+        #expect(TurboSparkError.json == TSFFI_ERR_JSON)
+        #expect(TurboSparkError.internal == TSFFI_ERR_INTERNAL)
+        #expect(TurboSparkError.runtime == TSFFI_ERR_RUNTIME)
+        #expect([1, 2, 4, 6, 9] == [TSFFI_ERR_INVALID_ARGUMENT, TSFFI_ERR_REFUSED, TSFFI_ERR_JSON, TSFFI_ERR_INTERNAL, TSFFI_ERR_RUNTIME])
     }
 
     @Test func optionsProduceTheEnginesKeys() throws {
@@ -105,7 +105,7 @@ import TurboSparkFFI
         }
         #expect(error == TurboSparkError(status: TurboSparkError.refused,
                                          message: Fixtures.refusalPrefix + "busy GPU",
-                                         function: "ts_resolve_speculation"))
+                                         function: "tsffi_resolve_speculation"))
 
         // On an install, an explicit blocker outranks the preview, and null
         // means "the engine reported none".
@@ -175,6 +175,6 @@ import TurboSparkFFI
     @Test func aSuccessAfterAFailureLeavesNoStaleMessage() throws {
         #expect(throws: TurboSparkError.self) { try TurboSpark.resolveSpeculation(options: Options(temperature: -1)) }
         _ = try TurboSpark.resolveSpeculation()
-        #expect(ts_last_error(nil, 0) == 0)
+        #expect(tsffi_last_error(nil, 0) == 0)
     }
 }

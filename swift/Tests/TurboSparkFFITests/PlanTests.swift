@@ -29,11 +29,11 @@ import TurboSparkFFI
             }
             #expect(error?.status == 2)
             #expect(error?.status == TurboSparkError.refused)
-            #expect(error?.status == TS_ERR_REFUSED)
+            #expect(error?.status == TSFFI_ERR_REFUSED)
             #expect(error?.isRefused == true)
             #expect(error?.message == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
             #expect(error?.localizedDescription == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
-            #expect(error?.function == "ts_speculation_plan")
+            #expect(error?.function == "tsffi_speculation_plan")
 
             // The same refusal through the step-by-step calls: the policies
             // leave the head alone, and speculation refuses with the note.
@@ -46,7 +46,7 @@ import TurboSparkFFI
             }
             #expect(stepError?.status == TurboSparkError.refused)
             #expect(stepError?.message == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
-            #expect(stepError?.function == "ts_resolve_speculation")
+            #expect(stepError?.function == "tsffi_resolve_speculation")
         }
     }
 

@@ -9,7 +9,7 @@
  * Python passes run, so the exact first failure is still worded by one piece
  * of code (resident_index._raise_first_entry_error), in the engine's order.
  *
- * Concatenated into the cffi module after ts_embed.c; declared static in
+ * Concatenated into the cffi module after tsffi_embed.c; declared static in
  * ffi_build.INTERNAL_CDEF, so nothing here is exported from the library.
  */
 
@@ -17,20 +17,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TS__ENTRY_SIZE 72u
-#define TS__HEADER_SIZE 24u
+#define TSFFI__ENTRY_SIZE 72u
+#define TSFFI__HEADER_SIZE 24u
 
-#define TS__SCAN_DECLINED 0
-#define TS__SCAN_OK 1
-#define TS__SCAN_JOINED_TOO_SMALL 2
+#define TSFFI__SCAN_DECLINED 0
+#define TSFFI__SCAN_OK 1
+#define TSFFI__SCAN_JOINED_TOO_SMALL 2
 
-static uint64_t ts__le64(const unsigned char *p) {
+static uint64_t tsffi__le64(const unsigned char *p) {
     uint64_t v = 0;
     for (int k = 7; k >= 0; k--) v = (v << 8) | p[k];
     return v;
 }
 
-static uint32_t ts__le32(const unsigned char *p) {
+static uint32_t tsffi__le32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
@@ -38,22 +38,22 @@ static uint32_t ts__le32(const unsigned char *p) {
  * lies inside the index region. Names ending past index_size are check 7's
  * failure and are never read (a hostile nameOffset must not make us read
  * 4 GB). Never less than table_end. */
-static uint64_t _ts_index_names_end(const char *table_chars, uint64_t count,
+static uint64_t tsffi_index_names_end(const char *table_chars, uint64_t count,
                                     uint64_t index_size, uint64_t table_end) {
     const unsigned char *table = (const unsigned char *)table_chars;
     uint64_t best = table_end;
     for (uint64_t k = 0; k < count; k++) {
-        const unsigned char *e = table + k * TS__ENTRY_SIZE;
-        uint64_t end = (uint64_t)ts__le32(e) + (uint64_t)(e[4] | e[5] << 8);
+        const unsigned char *e = table + k * TSFFI__ENTRY_SIZE;
+        uint64_t end = (uint64_t)tsffi__le32(e) + (uint64_t)(e[4] | e[5] << 8);
         if (end <= index_size && end > best) best = end;
     }
     return best;
 }
 
 /* A plane of size 0 is accepted wherever it claims to be (FACTS 1, check 7). */
-static int ts__plane_ok(const unsigned char *e, unsigned at, uint64_t index_size,
+static int tsffi__plane_ok(const unsigned char *e, unsigned at, uint64_t index_size,
                         uint64_t resident_end) {
-    uint64_t offset = ts__le64(e + at), size = ts__le64(e + at + 8);
+    uint64_t offset = tsffi__le64(e + at), size = tsffi__le64(e + at + 8);
     if (size == 0) return 1;
     /* offset + size may not fit in 64 bits: compare against what is left. */
     return offset >= index_size && offset <= resident_end && size <= resident_end - offset;
@@ -62,7 +62,7 @@ static int ts__plane_ok(const unsigned char *e, unsigned at, uint64_t index_size
 /* One pass over a name, eight bytes at a time: its hash, and whether every
  * byte is ASCII other than '\n'. A byte-at-a-time FNV is latency bound (one
  * multiply per byte: ~5 ms of a 100,000-entry index's 4 MB of names). */
-static uint64_t ts__name_hash(const unsigned char *p, uint32_t n, int *plain) {
+static uint64_t tsffi__name_hash(const unsigned char *p, uint32_t n, int *plain) {
     const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     const uint64_t newlines = ones * '\n';
     uint64_t h = 0x9E3779B97F4A7C15ull ^ n, bad = 0;
@@ -94,7 +94,7 @@ static uint64_t ts__name_hash(const unsigned char *p, uint32_t n, int *plain) {
  * after the table that hold names, read separately so that nobody copies a
  * 100,000-entry index into one buffer); NULL for a name that straddles the
  * two or runs past what was read, which the Python passes then judge. */
-static const unsigned char *ts__name_bytes(const unsigned char *head, uint64_t table_end,
+static const unsigned char *tsffi__name_bytes(const unsigned char *head, uint64_t table_end,
                                            const unsigned char *tail, uint64_t tail_len,
                                            uint64_t offset, uint64_t length) {
     if (offset + length <= table_end) return head + offset;
@@ -105,61 +105,61 @@ static const unsigned char *ts__name_bytes(const unsigned char *head, uint64_t t
 
 /* Check 7 for every entry of the index whose header and entry table are
  * `head` and whose bytes after the table, as far as names reach, are `tail`.
- * On TS__SCAN_OK every name is written to `joined` in entry order, each
+ * On TSFFI__SCAN_OK every name is written to `joined` in entry order, each
  * followed by '\n', and *needed is the length written.
- * On TS__SCAN_JOINED_TOO_SMALL the index is valid but the names need *needed
- * bytes: call again with that much. TS__SCAN_DECLINED: see the file comment. */
-static int _ts_index_scan(const char *head_chars, const char *tail_chars, uint64_t tail_len,
+ * On TSFFI__SCAN_JOINED_TOO_SMALL the index is valid but the names need *needed
+ * bytes: call again with that much. TSFFI__SCAN_DECLINED: see the file comment. */
+static int tsffi_index_scan(const char *head_chars, const char *tail_chars, uint64_t tail_len,
                           uint64_t count, uint64_t index_size, uint64_t resident_end,
                           char *joined, uint64_t joined_cap, uint64_t *needed) {
     /* char in the signature: cffi hands a Python bytes object to a char *
      * without copying it. */
     const unsigned char *head = (const unsigned char *)head_chars;
     const unsigned char *tail = (const unsigned char *)tail_chars;
-    const uint64_t table_end = TS__HEADER_SIZE + count * TS__ENTRY_SIZE;
+    const uint64_t table_end = TSFFI__HEADER_SIZE + count * TSFFI__ENTRY_SIZE;
     *needed = 0;
-    if (count == 0) return TS__SCAN_OK;
-    if (count > (UINT32_MAX >> 2)) return TS__SCAN_DECLINED; /* entry numbers are 32-bit */
+    if (count == 0) return TSFFI__SCAN_OK;
+    if (count > (UINT32_MAX >> 2)) return TSFFI__SCAN_DECLINED; /* entry numbers are 32-bit */
     uint64_t buckets = 1;
     while (buckets < count * 2) buckets <<= 1;
     /* Each slot: the name's hash in the high half, entry number + 1 in the
      * low half (0 = empty). Probing compares hashes first, so it touches the
      * entry table only for a real duplicate (or a one-in-2^32 tie). */
     uint64_t *slots = calloc(buckets, sizeof *slots);
-    if (!slots) return TS__SCAN_DECLINED;
+    if (!slots) return TSFFI__SCAN_DECLINED;
 
-    const unsigned char *table = head + TS__HEADER_SIZE;
+    const unsigned char *table = head + TSFFI__HEADER_SIZE;
     uint64_t written = 0;
-    int verdict = TS__SCAN_OK;
+    int verdict = TSFFI__SCAN_OK;
     for (uint64_t k = 0; k < count; k++) {
-        const unsigned char *e = table + k * TS__ENTRY_SIZE;
-        uint64_t name_offset = ts__le32(e);
+        const unsigned char *e = table + k * TSFFI__ENTRY_SIZE;
+        uint64_t name_offset = tsffi__le32(e);
         uint32_t name_length = (uint32_t)(e[4] | e[5] << 8);
         uint64_t name_end = name_offset + name_length;
         const unsigned char *name = NULL;
-        if (name_offset >= TS__HEADER_SIZE && name_end <= index_size)
-            name = ts__name_bytes(head, table_end, tail, tail_len, name_offset, name_length);
-        if (!name || !ts__plane_ok(e, 8, index_size, resident_end) ||
-            !ts__plane_ok(e, 40, index_size, resident_end) ||
-            !ts__plane_ok(e, 56, index_size, resident_end)) {
-            verdict = TS__SCAN_DECLINED;
+        if (name_offset >= TSFFI__HEADER_SIZE && name_end <= index_size)
+            name = tsffi__name_bytes(head, table_end, tail, tail_len, name_offset, name_length);
+        if (!name || !tsffi__plane_ok(e, 8, index_size, resident_end) ||
+            !tsffi__plane_ok(e, 40, index_size, resident_end) ||
+            !tsffi__plane_ok(e, 56, index_size, resident_end)) {
+            verdict = TSFFI__SCAN_DECLINED;
             break;
         }
         int plain;
-        uint64_t hash = ts__name_hash(name, name_length, &plain);
+        uint64_t hash = tsffi__name_hash(name, name_length, &plain);
         /* Non-ASCII: the engine decodes leniently, so two different byte
          * strings can be one name; Python canonicalises those. */
-        if (!plain) { verdict = TS__SCAN_DECLINED; break; }
+        if (!plain) { verdict = TSFFI__SCAN_DECLINED; break; }
         uint64_t tag = hash & 0xFFFFFFFF00000000ull;
         uint64_t bucket = hash & (buckets - 1);
         int duplicate = 0;
         while (slots[bucket]) {
             if ((slots[bucket] & 0xFFFFFFFF00000000ull) == tag) {
                 const unsigned char *o =
-                    table + ((slots[bucket] & 0xFFFFFFFFull) - 1) * TS__ENTRY_SIZE;
+                    table + ((slots[bucket] & 0xFFFFFFFFull) - 1) * TSFFI__ENTRY_SIZE;
                 uint32_t other_length = (uint32_t)(o[4] | o[5] << 8);
                 if (other_length == name_length &&
-                    memcmp(ts__name_bytes(head, table_end, tail, tail_len, ts__le32(o),
+                    memcmp(tsffi__name_bytes(head, table_end, tail, tail_len, tsffi__le32(o),
                                           other_length), name, name_length) == 0) {
                     duplicate = 1;
                     break;
@@ -167,7 +167,7 @@ static int _ts_index_scan(const char *head_chars, const char *tail_chars, uint64
             }
             bucket = (bucket + 1) & (buckets - 1);
         }
-        if (duplicate) { verdict = TS__SCAN_DECLINED; break; }
+        if (duplicate) { verdict = TSFFI__SCAN_DECLINED; break; }
         slots[bucket] = tag | (k + 1);
         if (written + name_length + 1 <= joined_cap) {
             memcpy(joined + written, name, name_length);
@@ -176,7 +176,7 @@ static int _ts_index_scan(const char *head_chars, const char *tail_chars, uint64
         written += (uint64_t)name_length + 1;
     }
     free(slots);
-    if (verdict != TS__SCAN_OK) return verdict;
+    if (verdict != TSFFI__SCAN_OK) return verdict;
     *needed = written;
-    return written <= joined_cap ? TS__SCAN_OK : TS__SCAN_JOINED_TOO_SMALL;
+    return written <= joined_cap ? TSFFI__SCAN_OK : TSFFI__SCAN_JOINED_TOO_SMALL;
 }

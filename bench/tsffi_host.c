@@ -2,16 +2,16 @@
  * and times the calls with CLOCK_MONOTONIC. Built -O2 by bench/run.py against
  * include/turbospark_ffi.h and the in-place library.
  *
- *   ts_host warm   DIR N [OPTIONS]          N warm calls after a warm-up;
+ *   tsffi_host warm   DIR N [OPTIONS]          N warm calls after a warm-up;
  *                                           prints "<ns per call>"
- *   ts_host fresh  WARMDIR DIR... [-o OPTS] warms the runtime on WARMDIR, then
+ *   tsffi_host fresh  WARMDIR DIR... [-o OPTS] warms the runtime on WARMDIR, then
  *                                           plans each DIR once (never seen
  *                                           before by this process); prints
  *                                           one "<ns>" line per DIR
- *   ts_host threads DIR T MILLIS [OPTIONS]  T host threads call warm plans at
+ *   tsffi_host threads DIR T MILLIS [OPTIONS]  T host threads call warm plans at
  *                                           once for MILLIS ms; prints
  *                                           "<total calls> <elapsed ns>"
- *   ts_host show   DIR [OPTIONS]            prints the plan JSON (sanity check)
+ *   tsffi_host show   DIR [OPTIONS]            prints the plan JSON (sanity check)
  *
  * Every call's status is checked: a benchmark of failing calls is worthless.
  */
@@ -35,17 +35,17 @@ static uint64_t now_ns(void) {
 
 static void die_status(const char *what, const char *dir, int32_t status) {
     char msg[1024];
-    ts_last_error(msg, sizeof msg);
-    fprintf(stderr, "ts_host: %s %s: status %d: %s\n", what, dir, (int)status, msg);
+    tsffi_last_error(msg, sizeof msg);
+    fprintf(stderr, "tsffi_host: %s %s: status %d: %s\n", what, dir, (int)status, msg);
     exit(1);
 }
 
 static void plan_once(const char *dir, const char *opts) {
     char *out = NULL;
-    int32_t status = ts_speculation_plan(dir, opts, &out);
-    if (status != TS_OK)
-        die_status("ts_speculation_plan", dir, status);
-    ts_string_free(out);
+    int32_t status = tsffi_speculation_plan(dir, opts, &out);
+    if (status != TSFFI_OK)
+        die_status("tsffi_speculation_plan", dir, status);
+    tsffi_string_free(out);
 }
 
 static int mode_warm(const char *dir, long n, const char *opts) {
@@ -114,7 +114,7 @@ static int mode_threads(const char *dir, int nthreads, long millis, const char *
         w[i].dir = dir;
         w[i].opts = opts;
         if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
-            fprintf(stderr, "ts_host: pthread_create failed\n");
+            fprintf(stderr, "tsffi_host: pthread_create failed\n");
             return 1;
         }
     }
@@ -136,18 +136,18 @@ static int mode_threads(const char *dir, int nthreads, long millis, const char *
 
 static int mode_show(const char *dir, const char *opts) {
     char *out = NULL;
-    int32_t status = ts_speculation_plan(dir, opts, &out);
-    if (status != TS_OK)
-        die_status("ts_speculation_plan", dir, status);
+    int32_t status = tsffi_speculation_plan(dir, opts, &out);
+    if (status != TSFFI_OK)
+        die_status("tsffi_speculation_plan", dir, status);
     puts(out);
-    ts_string_free(out);
+    tsffi_string_free(out);
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (ts_abi_version() != TS_ABI_VERSION) {
-        fprintf(stderr, "ts_host: header ABI %d, library ABI %u\n", TS_ABI_VERSION,
-                ts_abi_version());
+    if (tsffi_abi_version() != TSFFI_ABI_VERSION) {
+        fprintf(stderr, "tsffi_host: header ABI %d, library ABI %u\n", TSFFI_ABI_VERSION,
+                tsffi_abi_version());
         return 1;
     }
     if (argc >= 4 && strcmp(argv[1], "warm") == 0)
@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "show") == 0)
         return mode_show(argv[2], argc >= 4 ? argv[3] : DEFAULT_OPTIONS);
     fprintf(stderr,
-            "usage: ts_host warm DIR N [OPTS] | fresh WARMDIR DIR... [-o OPTS] |\n"
+            "usage: tsffi_host warm DIR N [OPTS] | fresh WARMDIR DIR... [-o OPTS] |\n"
             "       threads DIR T MILLIS [OPTS] | show DIR [OPTS]\n");
     return 2;
 }

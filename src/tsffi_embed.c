@@ -1,0 +1,709 @@
+/* The C that only C can do: the public entry points of turbospark_ffi.h as
+ * thin wrappers around one Python dispatcher, plus what must work without
+ * Python (the ABI version, the thread-local last error, freeing results) and
+ * what must happen before Python exists (finding ourselves, pinning the
+ * interpreter's home, starting it exactly once).
+ *
+ * Why wrappers at all, instead of cffi's own embedding_api() exports: a
+ * generated export returns 0 when the interpreter failed to start, and 0 is
+ * TSFFI_OK here -- a silent success. Every wrapper below starts the runtime
+ * first and returns TSFFI_ERR_RUNTIME, with a message, when it could not.
+ *
+ * ffi_build.py prepends the TSFFI_BUILD_* definitions (paths of the Python this
+ * was built with) and passes this file to cffi's set_source; cffi has already
+ * included Python.h and its embedding logic (cffi_start_python) above it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "turbospark_ffi.h"
+
+/* Dispatch ids: also declared to cffi (ffi_build.py), so Python reads the
+ * same numbers. */
+#define TSFFI__FN_BUILD_INFO 0
+#define TSFFI__FN_RESOLVE_DRAFTER 1
+#define TSFFI__FN_DRAFT_POLICIES 2
+#define TSFFI__FN_RESOLVE_SPECULATION 3
+#define TSFFI__FN_SPECULATION_PLAN 4
+#define TSFFI__FN_INSTALL_INFO 5
+
+/* extern "Python" functions, defined by cffi from the cdef; forward. */
+static int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, char **out);
+static int32_t tsffi_py_init_status(char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------
+ * The last error: one heap buffer per thread, freed when the thread exits
+ * (pthread key destructor), so nothing accumulates per thread. */
+
+struct tsffi_error {
+    char *msg;
+    size_t len;
+    size_t cap;
+};
+
+static pthread_key_t tsffi_error_key;
+static pthread_once_t tsffi_error_once = PTHREAD_ONCE_INIT;
+static int tsffi_error_key_ok = 0;
+/* What a thread reads when even its error buffer could not be allocated. */
+static const char tsffi_oom_message[] = "out of memory while recording an error";
+
+static void tsffi_error_destroy(void *p) {
+    struct tsffi_error *e = (struct tsffi_error *)p;
+    if (e != NULL) {
+        free(e->msg);
+        free(e);
+    }
+}
+
+static void tsffi_error_key_init(void) {
+    tsffi_error_key_ok = pthread_key_create(&tsffi_error_key, tsffi_error_destroy) == 0;
+}
+
+static struct tsffi_error *tsffi_error_get(int create) {
+    struct tsffi_error *e;
+    pthread_once(&tsffi_error_once, tsffi_error_key_init);
+    if (!tsffi_error_key_ok)
+        return NULL;
+    e = (struct tsffi_error *)pthread_getspecific(tsffi_error_key);
+    if (e == NULL && create) {
+        e = (struct tsffi_error *)calloc(1, sizeof *e);
+        if (e != NULL && pthread_setspecific(tsffi_error_key, e) != 0) {
+            free(e);
+            e = NULL;
+        }
+    }
+    return e;
+}
+
+/* The calling thread's message length. The library asks this, never its own
+ * exported tsffi_last_error: an exported name can be interposed by another
+ * library in the process (see the link flags in ffi_build.py). */
+static size_t tsffi_error_length(void) {
+    struct tsffi_error *e = tsffi_error_get(0);
+    return e != NULL ? e->len : 0;
+}
+
+static void tsffi_error_clear(void) {
+    struct tsffi_error *e = tsffi_error_get(0);
+    if (e != NULL)
+        e->len = 0;
+}
+
+/* Called by Python too (cdef'd in ffi_build.py). */
+static void tsffi_set_error(const char *msg, size_t n) {
+    struct tsffi_error *e = tsffi_error_get(1);
+    if (e == NULL)
+        return;
+    if (n + 1 > e->cap) {
+        char *grown = (char *)realloc(e->msg, n + 1);
+        if (grown == NULL) {
+            n = sizeof tsffi_oom_message - 1;
+            if (e->cap < n + 1) {
+                e->len = 0;
+                return;
+            }
+            msg = tsffi_oom_message;
+        } else {
+            e->msg = grown;
+            e->cap = n + 1;
+        }
+    }
+    memcpy(e->msg, msg, n);
+    e->msg[n] = '\0';
+    e->len = n;
+}
+
+static void tsffi_set_error_str(const char *msg) { tsffi_set_error(msg, strlen(msg)); }
+
+/* Called by Python: hand a result to the caller as a malloc'd copy. */
+static int32_t tsffi_emit(char **out, const char *data, size_t n) {
+    char *copy = (char *)malloc(n + 1);
+    if (copy == NULL) {
+        tsffi_set_error_str("out of memory while returning a result");
+        return TSFFI_ERR_INTERNAL;
+    }
+    memcpy(copy, data, n);
+    copy[n] = '\0';
+    *out = copy;
+    return TSFFI_OK;
+}
+
+
+/* ------------------------------------------------------------------------
+ * The warm path, without Python.
+ *
+ * A GUI re-plans on every touch of a control, from whatever thread it likes.
+ * Python can prove an install unchanged in ~10 us, but only under the GIL, and
+ * eight host threads handing the GIL across two cores on every call collapse
+ * to half the single-thread throughput (measured). So answers that depend
+ * only on (function, model_dir, options) and on two files are remembered here
+ * together with what stat() said of those files WHEN PYTHON READ THEM; a
+ * call whose stat() still says the same gets the remembered bytes, and any
+ * difference -- replaced, rewritten, truncated, touched, removed -- goes to
+ * Python, which re-reads. Python only offers answers from snapshots it
+ * trusts (files older than its racy window), so a rewrite within one clock
+ * tick of a read can never be served from here. Bounded: TSFFI_CACHE_SLOTS
+ * entries, replaced in turn. */
+
+#define TSFFI_CACHE_SLOTS 64
+#define TSFFI_CACHE_MAX_ARG 4096
+
+struct tsffi_file_key {
+    int64_t v[7]; /* ok, dev, ino, size, mtime_ns, ctime_ns, mode | 0, errno, 0... */
+};
+
+struct tsffi_cached {
+    int32_t fn;
+    char *a;
+    char *b;
+    struct tsffi_file_key keys[2];
+    char *result;
+    size_t len;
+};
+
+static struct tsffi_cached tsffi_cache[TSFFI_CACHE_SLOTS];
+static unsigned tsffi_cache_next = 0;
+static pthread_rwlock_t tsffi_cache_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void tsffi_file_key_of(const char *dir, const char *leaf, struct tsffi_file_key *k) {
+    char path[PATH_MAX + 64];
+    struct stat st;
+    memset(k, 0, sizeof *k);
+    if (snprintf(path, sizeof path, "%s/%s", dir, leaf) >= (int)sizeof path) {
+        k->v[1] = ENAMETOOLONG;
+        return;
+    }
+    if (stat(path, &st) != 0) {
+        k->v[1] = errno;
+        return;
+    }
+    k->v[0] = 1;
+    k->v[1] = (int64_t)st.st_dev;
+    k->v[2] = (int64_t)st.st_ino;
+    k->v[3] = (int64_t)st.st_size;
+#if defined(__APPLE__)
+    k->v[4] = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
+    k->v[5] = (int64_t)st.st_ctimespec.tv_sec * 1000000000 + st.st_ctimespec.tv_nsec;
+#else
+    k->v[4] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    k->v[5] = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+#endif
+    k->v[6] = (int64_t)st.st_mode;
+}
+
+static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys[2]) {
+    tsffi_file_key_of(model_dir, "model_weights.bin", &keys[0]);
+    tsffi_file_key_of(model_dir, "packed_experts/layout.json", &keys[1]);
+}
+
+/* The calls whose answer depends only on their arguments and the install's
+ * two files: the ones the warm path may answer. */
+static int tsffi_reads_install(int32_t fn) {
+    return fn == TSFFI__FN_RESOLVE_DRAFTER || fn == TSFFI__FN_SPECULATION_PLAN ||
+           fn == TSFFI__FN_INSTALL_INFO;
+}
+
+/* 1 and *out set when a remembered answer is still valid, else 0. */
+static int tsffi_cache_get(int32_t fn, const char *a, const char *b, char **out) {
+    struct tsffi_file_key now[2];
+    int found = 0, i;
+    if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG)
+        return 0;
+    tsffi_install_keys(a, now);
+    pthread_rwlock_rdlock(&tsffi_cache_lock);
+    for (i = 0; i < TSFFI_CACHE_SLOTS; i++) {
+        struct tsffi_cached *c = &tsffi_cache[i];
+        if (c->result != NULL && c->fn == fn && strcmp(c->a, a) == 0 && strcmp(c->b, b) == 0) {
+            if (memcmp(c->keys, now, sizeof now) == 0) {
+                char *copy = (char *)malloc(c->len + 1);
+                if (copy != NULL) {
+                    memcpy(copy, c->result, c->len + 1);
+                    *out = copy;
+                    found = 1;
+                }
+            }
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&tsffi_cache_lock);
+    return found;
+}
+
+static char *tsffi_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *copy = (char *)malloc(n);
+    if (copy != NULL)
+        memcpy(copy, s, n);
+    return copy;
+}
+
+/* Called by Python with the stat() values of the snapshot the answer came
+ * from (two keys of 7 values each). */
+static void tsffi_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
+                          const char *result, size_t len) {
+    struct tsffi_cached fresh, old;
+    int i, slot = -1;
+    if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG)
+        return;
+    fresh.fn = fn;
+    fresh.a = tsffi_strdup(a);
+    fresh.b = tsffi_strdup(b);
+    fresh.result = (char *)malloc(len + 1);
+    fresh.len = len;
+    if (fresh.a == NULL || fresh.b == NULL || fresh.result == NULL) {
+        free(fresh.a);
+        free(fresh.b);
+        free(fresh.result);
+        return;
+    }
+    memcpy(fresh.result, result, len);
+    fresh.result[len] = '\0';
+    memcpy(fresh.keys, keys, sizeof fresh.keys);
+    pthread_rwlock_wrlock(&tsffi_cache_lock);
+    for (i = 0; i < TSFFI_CACHE_SLOTS; i++) {
+        struct tsffi_cached *c = &tsffi_cache[i];
+        if (c->result != NULL && c->fn == fn && strcmp(c->a, a) == 0 && strcmp(c->b, b) == 0) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot < 0)
+        slot = (int)(tsffi_cache_next++ % TSFFI_CACHE_SLOTS);
+    old = tsffi_cache[slot];
+    tsffi_cache[slot] = fresh;
+    pthread_rwlock_unlock(&tsffi_cache_lock);
+    free(old.a);
+    free(old.b);
+    free(old.result);
+}
+
+/* ------------------------------------------------------------------------
+ * fork().
+ *
+ * A GUI forks helpers while its other threads may be inside a call. The child
+ * has one thread, but inherits every lock as it was at the fork: the GIL, the
+ * runtime's pthread_once, the warm cache's rwlock, each possibly held by a
+ * thread that does not exist in the child. Waiting on any of them hangs the
+ * child forever (seen: 2-5 of 20 children per run, 4 threads planning). So
+ * the library counts the threads inside a Python-backed call (from entry to
+ * return, GIL released), and the child reads its inherited copy of the count:
+ * 0 means no such lock can be held and the child may go on using the runtime
+ * (a fork before the first call, or a single-threaded host's fork, keeps
+ * working); anything else marks the child, whose every call then answers
+ * TSFFI_ERR_RUNTIME at once without touching a lock. The parent is never
+ * touched: there is no prepare handler to block it. */
+
+static int tsffi_threads_inside = 0; /* __atomic only */
+static int tsffi_forked_while_busy = 0;
+static const char tsffi_forked_message[] =
+    "this process was forked while another thread was inside libturbospark_ffi, so "
+    "the embedded Python runtime it inherited may be locked by a thread that does not "
+    "exist in this process: a forked child cannot use it. Make the call in the parent, "
+    "or start the helper with exec (posix_spawn) so that it loads the library afresh "
+    "(a fork while no other thread is inside the library keeps working)";
+
+static void tsffi_after_fork_child(void) {
+    if (__atomic_load_n(&tsffi_threads_inside, __ATOMIC_SEQ_CST) != 0) {
+        tsffi_forked_while_busy = 1;
+        __atomic_store_n(&tsffi_threads_inside, 0, __ATOMIC_SEQ_CST);
+    }
+}
+
+/* At load, before any host thread can call: the error key (so no call ever
+ * waits on a pthread_once a forking thread might hold) and the fork hook. */
+__attribute__((constructor)) static void tsffi_library_loaded(void) {
+    pthread_once(&tsffi_error_once, tsffi_error_key_init);
+    pthread_atfork(NULL, NULL, tsffi_after_fork_child);
+}
+
+/* ------------------------------------------------------------------------
+ * Finding ourselves and starting Python. */
+
+static pthread_once_t tsffi_runtime_once = PTHREAD_ONCE_INIT;
+static int32_t tsffi_runtime_status = TSFFI_ERR_RUNTIME;
+static char tsffi_runtime_message[4096] = "the embedded Python runtime did not start";
+static char tsffi_library_path[PATH_MAX];
+static char tsffi_package_parent[PATH_MAX];
+static int tsffi_owns_interpreter = 0;
+
+static const char *tsffi_get_library_path(void) { return tsffi_library_path; }
+static const char *tsffi_get_package_parent(void) { return tsffi_package_parent; }
+static int tsffi_get_owns_interpreter(void) { return tsffi_owns_interpreter; }
+
+static void tsffi_runtime_fail(const char *fmt, const char *a, const char *b) {
+    snprintf(tsffi_runtime_message, sizeof tsffi_runtime_message, fmt, a ? a : "", b ? b : "");
+    tsffi_runtime_status = TSFFI_ERR_RUNTIME;
+}
+
+static int tsffi_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int tsffi_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int tsffi_join(char *dst, size_t cap, const char *a, const char *b) {
+    int n = snprintf(dst, cap, "%s/%s", a, b);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* Where the interpreter's files are, decided from this library's own path.
+ *
+ * A relocatable bundle (turbospark-ffi bundle) puts the interpreter beside
+ * the library: lib/libturbospark_ffi.so, python/ (home), python/lib/... , and
+ * everything is found relative to the library. Otherwise the library lives
+ * inside the installed package and uses the Python it was built with, at the
+ * home baked in at build time: a GUI has no venv, PATH or PYTHONHOME to go
+ * by, and a home computed from PATH would load a standard library that does
+ * not match the libpython this links. */
+struct tsffi_layout {
+    char home[PATH_MAX];
+    char stdlib[PATH_MAX];
+    char dynload[PATH_MAX];
+    char cffi_dir[PATH_MAX];
+    char package_parent[PATH_MAX];
+    char stdlib_zip[PATH_MAX];
+    int bundled;
+};
+
+static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
+    char probe[PATH_MAX];
+    char up[PATH_MAX];
+    memset(L, 0, sizeof *L);
+    /* Bundle: <root>/lib/libturbospark_ffi.so and <root>/python/. */
+    if (snprintf(up, sizeof up, "%s/..", lib_dir) >= (int)sizeof up)
+        return -1;
+    if (realpath(up, probe) != NULL) {
+        char marker[PATH_MAX];
+        if (tsffi_join(marker, sizeof marker, probe, "python/turbospark_bundle.txt") &&
+            tsffi_is_file(marker)) {
+            L->bundled = 1;
+            if (!tsffi_join(L->home, sizeof L->home, probe, "python") ||
+                !tsffi_join(L->stdlib_zip, sizeof L->stdlib_zip, L->home, TSFFI_BUILD_STDLIB_ZIP_NAME) ||
+                !tsffi_join(L->stdlib, sizeof L->stdlib, L->home, "lib/" TSFFI_BUILD_PYTHON_DIRNAME) ||
+                !tsffi_join(L->dynload, sizeof L->dynload, L->stdlib, "lib-dynload") ||
+                !tsffi_join(L->package_parent, sizeof L->package_parent, L->home, "site-packages"))
+                return -1;
+            snprintf(L->cffi_dir, sizeof L->cffi_dir, "%s", L->package_parent);
+            return 0;
+        }
+    }
+    /* Installed package: <site-packages>/turbospark_ffi/libturbospark_ffi.so */
+    if (snprintf(L->package_parent, sizeof L->package_parent, "%s", lib_dir) >=
+        (int)sizeof L->package_parent)
+        return -1;
+    {
+        char *slash = strrchr(L->package_parent, '/');
+        if (slash == NULL)
+            return -1;
+        *slash = '\0';
+    }
+    snprintf(L->home, sizeof L->home, "%s", TSFFI_BUILD_PYTHON_HOME);
+    snprintf(L->stdlib, sizeof L->stdlib, "%s", TSFFI_BUILD_STDLIB);
+    snprintf(L->dynload, sizeof L->dynload, "%s", TSFFI_BUILD_DYNLOAD);
+    snprintf(L->cffi_dir, sizeof L->cffi_dir, "%s", TSFFI_BUILD_CFFI_DIR);
+    return 0;
+}
+
+static int tsffi_append_path(PyConfig *config, const char *path) {
+    wchar_t *w = Py_DecodeLocale(path, NULL);
+    PyStatus status;
+    if (w == NULL)
+        return -1;
+    status = PyWideStringList_Append(&config->module_search_paths, w);
+    PyMem_RawFree(w);
+    return PyStatus_Exception(status) ? -1 : 0;
+}
+
+static int tsffi_set_wide(PyConfig *config, wchar_t **field, const char *value) {
+    PyStatus status = PyConfig_SetBytesString(config, field, value);
+    return PyStatus_Exception(status) ? -1 : 0;
+}
+
+/* Start an interpreter of our own: isolated (no environment variables, no
+ * user site, no current directory on sys.path), no signal handlers (the
+ * host's SIGINT stays the host's), no bytecode writing into the host's
+ * folders, home and search path pinned. Returns with the GIL released. */
+static int tsffi_start_own_interpreter(const struct tsffi_layout *L) {
+    PyConfig config;
+    PyStatus status;
+    char check[PATH_MAX];
+
+    /* CPython aborts the whole process when it cannot find its standard
+     * library; look first, and refuse with a message instead. */
+    if (!tsffi_join(check, sizeof check, L->stdlib, "os.py") ||
+        (!tsffi_is_file(check) && !tsffi_is_file(L->stdlib_zip))) {
+        tsffi_runtime_fail("the Python standard library is not at %s (this library was built "
+                        "against the Python whose home is %s; reinstall that Python or "
+                        "rebuild the library against the Python installed now)",
+                        L->stdlib, L->home);
+        return -1;
+    }
+
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;
+    config.write_bytecode = 0;
+    config.site_import = 0;
+    config.user_site_directory = 0;
+    config.pathconfig_warnings = 0;
+    config.parse_argv = 0;
+    config.buffered_stdio = 0;
+    config.module_search_paths_set = 1;
+    if (tsffi_set_wide(&config, &config.home, L->home) != 0 ||
+        /* Absolute, so CPython's path computation never asks for the working
+         * directory: a host whose cwd was removed would get an "Exception
+         * ignored" on its stderr. The "executable" is the library itself. */
+        tsffi_set_wide(&config, &config.program_name, tsffi_library_path) != 0 ||
+        tsffi_set_wide(&config, &config.executable, tsffi_library_path) != 0 ||
+        tsffi_set_wide(&config, &config.base_executable, tsffi_library_path) != 0 ||
+        tsffi_append_path(&config, L->package_parent) != 0 ||
+        (L->bundled && tsffi_append_path(&config, L->stdlib_zip) != 0) ||
+        tsffi_append_path(&config, L->stdlib) != 0 ||
+        tsffi_append_path(&config, L->dynload) != 0 ||
+        /* The build's cffi, only where it still exists: pip builds in a
+         * throw-away environment, and then cffi is found beside the package. */
+        (strcmp(L->cffi_dir, L->package_parent) != 0 && tsffi_is_dir(L->cffi_dir) &&
+         tsffi_append_path(&config, L->cffi_dir) != 0)) {
+        PyConfig_Clear(&config);
+        tsffi_runtime_fail("could not configure the embedded Python (out of memory?)%s%s",
+                        NULL, NULL);
+        return -1;
+    }
+    status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(status)) {
+        tsffi_runtime_fail("the embedded Python failed to start: %s%s",
+                        status.err_msg ? status.err_msg : "unknown error",
+                        status.func ? " (in CPython's start-up)" : "");
+        return -1;
+    }
+    tsffi_owns_interpreter = 1;
+    /* cffi's backend must import before cffi's own start-up runs: if it
+     * cannot, cffi would print to the host's stderr and return 0 forever. */
+    {
+        PyObject *backend = PyImport_ImportModule("_cffi_backend");
+        if (backend == NULL) {
+            PyObject *type, *value, *tb, *text = NULL;
+            const char *detail = "unknown error";
+            PyErr_Fetch(&type, &value, &tb);
+            if (value != NULL)
+                text = PyObject_Str(value);
+            if (text != NULL)
+                detail = PyUnicode_AsUTF8(text);
+            tsffi_runtime_fail("cffi is missing: cannot import its backend _cffi_backend "
+                            "(%s); install cffi beside the package, in %s",
+                            detail ? detail : "unknown error", L->package_parent);
+            Py_XDECREF(text);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            PyErr_Clear();
+            PyEval_SaveThread();
+            return -1;
+        }
+        Py_DECREF(backend);
+    }
+    PyEval_SaveThread();
+    return 0;
+}
+
+static void tsffi_runtime_start(void) {
+    Dl_info self, py;
+    struct tsffi_layout layout;
+    char lib_dir[PATH_MAX];
+    char *slash;
+
+    /* A static function: its address is always inside this file's mapping.
+     * An exported one (tsffi_abi_version) resolves through the process's
+     * global scope, and a library loaded first that exports the same name
+     * would make us look for our package beside IT. */
+    if (dladdr((void *)&tsffi_runtime_start, &self) == 0 || self.dli_fname == NULL ||
+        realpath(self.dli_fname, tsffi_library_path) == NULL) {
+        tsffi_runtime_fail("cannot locate libturbospark_ffi itself (dladdr/realpath failed)%s%s",
+                        NULL, NULL);
+        return;
+    }
+    snprintf(lib_dir, sizeof lib_dir, "%s", tsffi_library_path);
+    slash = strrchr(lib_dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (tsffi_find_layout(lib_dir, &layout) != 0) {
+        tsffi_runtime_fail("the library's path %s is too long to derive its package from%s",
+                        tsffi_library_path, NULL);
+        return;
+    }
+    snprintf(tsffi_package_parent, sizeof tsffi_package_parent, "%s", layout.package_parent);
+
+    /* A host that dlopen()ed us RTLD_LOCAL (a plugin loader) makes libpython's
+     * symbols invisible to the extension modules Python will load, which are
+     * not linked against it on Linux ("undefined symbol: PyExc_..."). Promote
+     * the libpython already loaded to RTLD_GLOBAL. */
+    if (dladdr((void *)&Py_IsInitialized, &py) != 0 && py.dli_fname != NULL) {
+        void *handle = dlopen(py.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+        (void)handle; /* deliberately kept: libpython is never unloaded */
+    }
+
+    if (!Py_IsInitialized()) {
+        if (tsffi_start_own_interpreter(&layout) != 0)
+            return;
+    }
+    /* else: the host is itself a Python process; its interpreter, its
+     * streams and its signal handlers are the host's, and we leave them. */
+
+    if (cffi_start_python() != 0) {
+        tsffi_runtime_fail("cffi's embedding start-up failed (the init code could not run); "
+                        "package directory: %s%s", tsffi_package_parent, NULL);
+        return;
+    }
+    {
+        char message[sizeof tsffi_runtime_message];
+        int32_t status;
+        message[0] = '\0';
+        status = tsffi_py_init_status(message, sizeof message);
+        if (status != TSFFI_OK) {
+            if (message[0] == '\0')
+                snprintf(message, sizeof message,
+                         "the turbospark_ffi package did not load (status %d)", (int)status);
+            snprintf(tsffi_runtime_message, sizeof tsffi_runtime_message, "%s", message);
+            tsffi_runtime_status = TSFFI_ERR_RUNTIME;
+            return;
+        }
+    }
+    tsffi_runtime_status = TSFFI_OK;
+}
+
+/* Start the runtime once; every later call gets the first call's verdict. */
+static int32_t tsffi_enter(void) {
+    pthread_once(&tsffi_runtime_once, tsffi_runtime_start);
+    if (tsffi_runtime_status != TSFFI_OK) {
+        tsffi_set_error_str(tsffi_runtime_message);
+        return TSFFI_ERR_RUNTIME;
+    }
+    return TSFFI_OK;
+}
+
+static int32_t tsffi_null_argument(const char *name, const char *what) {
+    char message[256];
+    snprintf(message, sizeof message, "%s is NULL; accepts %s", name, what);
+    tsffi_set_error_str(message);
+    return TSFFI_ERR_INVALID_ARGUMENT;
+}
+
+/* The common tail of every Python-backed call: whatever Python did, the
+ * contract holds -- TSFFI_OK with a result, or an error status with a message
+ * and *out NULL. */
+static int32_t tsffi_call(int32_t fn, const char *a, const char *b, char **out) {
+    int32_t status;
+    *out = NULL;
+    status = tsffi_py_call(fn, a, b != NULL ? b : "", out);
+    if (status == TSFFI_OK && *out == NULL) {
+        tsffi_set_error_str("internal error: the call produced no result");
+        return TSFFI_ERR_INTERNAL;
+    }
+    if (status != TSFFI_OK) {
+        if (*out != NULL) {
+            free(*out);
+            *out = NULL;
+        }
+        if (tsffi_error_length() == 0)
+            tsffi_set_error_str("internal error: the call failed without a message");
+    }
+    return status;
+}
+
+#define TSFFI_OUT_ACCEPTS "the address of a char * to receive the result"
+#define TSFFI_DIR_ACCEPTS "the path of an install directory, as UTF-8"
+
+/* ------------------------------------------------------------------------
+ * The public entry points. */
+
+TSFFI_API uint32_t tsffi_abi_version(void) { return TSFFI_ABI_VERSION; }
+
+TSFFI_API size_t tsffi_last_error(char *buf, size_t cap) {
+    struct tsffi_error *e = tsffi_error_get(0);
+    size_t len = e != NULL ? e->len : 0;
+    if (buf != NULL && cap > 0) {
+        size_t n = len < cap - 1 ? len : cap - 1;
+        /* Never cut a UTF-8 sequence in half: back off to its lead byte. */
+        if (n < len)
+            while (n > 0 && ((unsigned char)e->msg[n] & 0xC0) == 0x80)
+                n--;
+        if (n > 0)
+            memcpy(buf, e->msg, n);
+        buf[n] = '\0';
+    }
+    return len;
+}
+
+TSFFI_API void tsffi_string_free(char *s) { free(s); }
+
+/* The one shape of every Python-backed entry point: clear the last error,
+ * check the pointers (before starting anything, so a NULL answers the same
+ * whatever state the runtime is in), start the runtime once, dispatch.
+ * `required` is the argument that must not be NULL (or NULL if none). */
+static int32_t tsffi_entry(int32_t fn, const char *required, const char *required_name,
+                        const char *required_accepts, const char *a, const char *b,
+                        char **out_json) {
+    int32_t status;
+    tsffi_error_clear();
+    if (out_json == NULL)
+        return tsffi_null_argument("out_json", TSFFI_OUT_ACCEPTS);
+    *out_json = NULL;
+    if (required_name != NULL && required == NULL)
+        return tsffi_null_argument(required_name, required_accepts);
+    if (tsffi_forked_while_busy) {
+        tsffi_set_error_str(tsffi_forked_message);
+        return TSFFI_ERR_RUNTIME;
+    }
+    __atomic_add_fetch(&tsffi_threads_inside, 1, __ATOMIC_SEQ_CST);
+    if (tsffi_reads_install(fn) && tsffi_cache_get(fn, a, b != NULL ? b : "", out_json))
+        status = TSFFI_OK;
+    else if ((status = tsffi_enter()) == TSFFI_OK)
+        status = tsffi_call(fn, a != NULL ? a : "", b, out_json);
+    __atomic_sub_fetch(&tsffi_threads_inside, 1, __ATOMIC_SEQ_CST);
+    return status;
+}
+
+TSFFI_API int32_t tsffi_build_info_json(char **out_json) {
+    return tsffi_entry(TSFFI__FN_BUILD_INFO, NULL, NULL, NULL, "", "", out_json);
+}
+
+TSFFI_API int32_t tsffi_resolve_drafter(const char *model_dir, const char *options_json,
+                                  char **out_json) {
+    return tsffi_entry(TSFFI__FN_RESOLVE_DRAFTER, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
+                    options_json, out_json);
+}
+
+TSFFI_API int32_t tsffi_draft_policies(const char *choice_json, const char *options_json,
+                                 char **out_json) {
+    return tsffi_entry(TSFFI__FN_DRAFT_POLICIES, choice_json, "choice_json",
+                    "the JSON object tsffi_resolve_drafter returned", choice_json, options_json,
+                    out_json);
+}
+
+TSFFI_API int32_t tsffi_resolve_speculation(const char *options_json, char **out_json) {
+    return tsffi_entry(TSFFI__FN_RESOLVE_SPECULATION, NULL, NULL, NULL, options_json, "", out_json);
+}
+
+TSFFI_API int32_t tsffi_speculation_plan(const char *model_dir, const char *options_json,
+                                   char **out_json) {
+    return tsffi_entry(TSFFI__FN_SPECULATION_PLAN, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
+                    options_json, out_json);
+}
+
+TSFFI_API int32_t tsffi_install_info_json(const char *model_dir, char **out_json) {
+    return tsffi_entry(TSFFI__FN_INSTALL_INFO, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir, "",
+                    out_json);
+}
