@@ -177,8 +177,6 @@ def require_shared_libpython() -> None:
 
 
 def build_defines() -> str:
-    import _cffi_backend
-
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     stdlib = sysconfig.get_path("stdlib")
     dynload = os.path.join(stdlib, "lib-dynload")
@@ -188,7 +186,6 @@ def build_defines() -> str:
         "TSFFI_BUILD_PYTHON_HOME": sys.base_prefix,
         "TSFFI_BUILD_STDLIB": stdlib,
         "TSFFI_BUILD_DYNLOAD": dynload,
-        "TSFFI_BUILD_CFFI_DIR": os.path.dirname(os.path.abspath(_cffi_backend.__file__)),
         "TSFFI_BUILD_PYTHON_DIRNAME": f"python{version}",
         "TSFFI_BUILD_STDLIB_ZIP_NAME": f"python{version.replace('.', '')}.zip",
     }
@@ -212,7 +209,12 @@ def make_ffi(tmpdir: Path):
         build_defines() + "\n".join(source.read_text() for source in C_SOURCES),
         include_dirs=[str(HEADER.parent)],
         libraries=["dl", "pthread"],
-        extra_compile_args=["-O2", "-Wall", "-Wno-unused-function", "-Wno-format-truncation"],
+        # -g0: debug information records the build directory (for pip, a
+        # deleted temporary one) and the build machine's include paths; an
+        # installed library carries no path of the machine that built it
+        # beyond the Python home it runs against.
+        extra_compile_args=["-O2", "-g0", "-Wall", "-Wno-unused-function",
+                            "-Wno-format-truncation"],
         # rpath: $ORIGIN first, so a relocatable bundle (libpython copied
         # beside the library) finds its own copy; then the libpython this was
         # built with, wherever the host runs from. bundle.py cuts the second
@@ -244,7 +246,7 @@ def export_link_args(tmpdir: Path) -> list[str]:
     if sys.platform == "darwin":
         return []
     names = [*exported_functions(HEADER.read_text()), f"PyInit_{MODULE_NAME}"]
-    script = tmpdir / "exports.map"
+    script = tmpdir.resolve() / "exports.map"  # the link runs inside tmpdir
     script.write_text("{\n  global:\n%s  local: *;\n};\n"
                       % "".join(f"    {name};\n" for name in names))
     return [f"-Wl,--version-script={script}", "-Wl,-Bsymbolic-functions"]

@@ -16,6 +16,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -359,6 +360,33 @@ static int tsffi_join(char *dst, size_t cap, const char *a, const char *b) {
     return n > 0 && (size_t)n < cap;
 }
 
+/* Whether dir holds cffi's backend module (_cffi_backend.<tag>.so). */
+static int tsffi_holds_cffi_backend(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *entry;
+    int found = 0;
+    if (d == NULL)
+        return 0;
+    while (!found && (entry = readdir(d)) != NULL) {
+        size_t n = strlen(entry->d_name);
+        found = strncmp(entry->d_name, "_cffi_backend.", 14) == 0 && n > 3 &&
+                strcmp(entry->d_name + n - 3, ".so") == 0;
+    }
+    closedir(d);
+    return found;
+}
+
+/* 0 when others than the owner may write to path (group or world write
+ * bits): anyone who can may put modules in it, and they would run in every
+ * host of this library. */
+static int tsffi_only_owner_writes(const char *path, unsigned *mode) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 1; /* absent: nothing to plant in; the import says what is missing */
+    *mode = (unsigned)(st.st_mode & 07777);
+    return (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
 /* Where the interpreter's files are, decided from this library's own path.
  *
  * A relocatable bundle (turbospark-ffi bundle) puts the interpreter beside
@@ -396,8 +424,7 @@ static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
                 !tsffi_join(L->dynload, sizeof L->dynload, L->stdlib, "lib-dynload") ||
                 !tsffi_join(L->package_parent, sizeof L->package_parent, L->home, "site-packages"))
                 return -1;
-            snprintf(L->cffi_dir, sizeof L->cffi_dir, "%s", L->package_parent);
-            return 0;
+            return 0; /* cffi's backend is bundled beside the package */
         }
     }
     /* Installed package: <site-packages>/turbospark_ffi/libturbospark_ffi.so */
@@ -413,7 +440,14 @@ static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
     snprintf(L->home, sizeof L->home, "%s", TSFFI_BUILD_PYTHON_HOME);
     snprintf(L->stdlib, sizeof L->stdlib, "%s", TSFFI_BUILD_STDLIB);
     snprintf(L->dynload, sizeof L->dynload, "%s", TSFFI_BUILD_DYNLOAD);
-    snprintf(L->cffi_dir, sizeof L->cffi_dir, "%s", TSFFI_BUILD_CFFI_DIR);
+    /* cffi's backend: beside the package (pip installs both into one
+     * site-packages), else in the site-packages of the Python home this was
+     * built against. Decided here, from what exists: where cffi was while the
+     * library was BUILT is never searched -- pip builds in a throw-away
+     * temporary directory that anyone may re-create and fill with modules. */
+    if (!tsffi_holds_cffi_backend(L->package_parent) &&
+        !tsffi_join(L->cffi_dir, sizeof L->cffi_dir, L->stdlib, "site-packages"))
+        return -1;
     return 0;
 }
 
@@ -436,7 +470,7 @@ static int tsffi_set_wide(PyConfig *config, wchar_t **field, const char *value) 
  * user site, no current directory on sys.path), no signal handlers (the
  * host's SIGINT stays the host's), no bytecode writing into the host's
  * folders, home and search path pinned. Returns with the GIL released. */
-static int tsffi_start_own_interpreter(const struct tsffi_layout *L) {
+static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
     PyConfig config;
     PyStatus status;
     char check[PATH_MAX];
@@ -450,6 +484,33 @@ static int tsffi_start_own_interpreter(const struct tsffi_layout *L) {
                         "rebuild the library against the Python installed now)",
                         L->stdlib, L->home);
         return -1;
+    }
+
+    /* Every directory the interpreter will import from must be writable by
+     * its owner only. The package's and the standard library's are needed,
+     * so one that is not is refused, naming it; the fallback cffi directory is
+     * only a candidate, so it is left out (and a missing cffi is reported). */
+    {
+        const char *needed[3];
+        unsigned mode = 0;
+        int i;
+        needed[0] = L->package_parent;
+        needed[1] = L->stdlib;
+        needed[2] = L->dynload;
+        for (i = 0; i < 3; i++) {
+            if (!tsffi_only_owner_writes(needed[i], &mode)) {
+                char octal[16];
+                snprintf(octal, sizeof octal, "%04o", mode);
+                tsffi_runtime_fail("refusing to import Python code from %s: the directory is "
+                                   "writable by others than its owner (mode %s); make it "
+                                   "writable by its owner only",
+                                   needed[i], octal);
+                return -1;
+            }
+        }
+        if (L->cffi_dir[0] != '\0' &&
+            (!tsffi_is_dir(L->cffi_dir) || !tsffi_only_owner_writes(L->cffi_dir, &mode)))
+            L->cffi_dir[0] = '\0';
     }
 
     PyConfig_InitIsolatedConfig(&config);
@@ -472,9 +533,7 @@ static int tsffi_start_own_interpreter(const struct tsffi_layout *L) {
         (L->bundled && tsffi_append_path(&config, L->stdlib_zip) != 0) ||
         tsffi_append_path(&config, L->stdlib) != 0 ||
         tsffi_append_path(&config, L->dynload) != 0 ||
-        /* The build's cffi, only where it still exists: pip builds in a
-         * throw-away environment, and then cffi is found beside the package. */
-        (strcmp(L->cffi_dir, L->package_parent) != 0 && tsffi_is_dir(L->cffi_dir) &&
+        (L->cffi_dir[0] != '\0' && strcmp(L->cffi_dir, L->package_parent) != 0 &&
          tsffi_append_path(&config, L->cffi_dir) != 0)) {
         PyConfig_Clear(&config);
         tsffi_runtime_fail("could not configure the embedded Python (out of memory?)%s%s",
