@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,3 +159,49 @@ def native_scan(loaded):
     import turbospark_ffi.resident_index as ri
     assert ri._native is not None, "loading the library did not bind its C pass"
     return ri._native
+
+
+# --------------------------------------------------------------------------
+# A fresh install, as a user makes it.
+
+def _run_ok(cmd, **kw) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=900,
+                            **kw)
+    assert result.returncode == 0, f"{cmd}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+class Installed:
+    def __init__(self, site: Path, library: Path, build_env: Path, source: Path) -> None:
+        self.venv = site.parents[2]  # <venv>/lib/pythonX.Y/site-packages
+        self.bin = self.venv / "bin"
+        self.site = site
+        self.source = source
+        self.library = library
+        self.build_env = build_env
+
+
+@pytest.fixture(scope="session")
+def pip_installed(tmp_path_factory) -> Installed:
+    """The package as a user installs it: `pip wheel` from a copy of the tracked
+    files (in pip's isolated build environment, which pip deletes), then
+    `pip install` of the wheel into a fresh venv. Once per session (~20 s)."""
+    work = tmp_path_factory.mktemp("pipinstall")
+    source = work / "src"
+    files = _run_ok(["git", "ls-files"], cwd=ROOT).stdout.split("\n")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    wheels = work / "wheels"
+    built = _run_ok([sys.executable, "-m", "pip", "wheel", "-vv", "--no-deps", "-w", wheels,
+                     source], cwd=work)
+    envs = re.findall(r"(/\S*pip-build-env-[^/\s]+)", built.stdout + built.stderr)
+    assert envs, "pip did not report its isolated build environment"
+    _run_ok([sys.executable, "-m", "venv", work / "venv"])
+    _run_ok([work / "venv" / "bin" / "pip", "install", "-q", *wheels.glob("*.whl")])
+    site = Path(_run_ok([work / "venv" / "bin" / "python", "-c",
+                         "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip())
+    return Installed(site, site / "turbospark_ffi" / LIBRARY.name, Path(envs[0]), source)
+
+

@@ -801,6 +801,15 @@ def test_config_unchanged():
         == f"{native.include_dir()} {native.package_dir()}\n"
 
 
+def test_config_samples_is_the_shipped_samples_directory():
+    from turbospark_ffi import native
+    r = run("config", "--samples")
+    samples = Path(native.package_dir()) / "samples"
+    assert r.stdout == f"{samples}\n"
+    assert sorted(p.name for p in samples.iterdir() if p.is_dir()) == ["both", "dflash", "mtp",
+                                                                         "none"]
+
+
 def test_config_pkg_config_dir(tmp_path):
     from turbospark_ffi import native
     r = run("config", "--pkg-config-dir", tmp_path / "pc")

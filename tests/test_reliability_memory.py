@@ -177,4 +177,7 @@ def test_the_leak_check_sees_a_leak_of_the_librarys_results(drivers, memory_scri
     log = _valgrind(drivers, memory_script, tmp_path, "-k")
     ours = [loss for loss in definite_losses(log) if classify(loss[1]) == "ours"]
     assert ours, "the leak check did not see results that were never freed"
-    assert any(frames[1][0] == "tsffi_emit" for _, frames in ours if len(frames) > 1), _render(ours)
+    # The library carries no debug information (-g0), so tsffi_emit, inlined
+    # into cffi's wrapper of it, shows as that wrapper.
+    assert any(frames[1][0] in ("tsffi_emit", "_cffi_f_tsffi_emit")
+               for _, frames in ours if len(frames) > 1), _render(ours)

@@ -7,8 +7,8 @@ at load time from what exists beside the library (the package's
 site-packages, where pip put cffi too) and the Python home it runs against,
 and a directory others than its owner can write to is never imported from.
 
-Built here as a user installs it: `pip wheel` (isolated build environment)
-then `pip install` into a fresh venv, once per session (~1 min).
+Built as a user installs it: conftest's `pip_installed` (`pip wheel` in
+pip's isolated build environment, then `pip install` into a fresh venv).
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, compile_c_host
+from conftest import compile_c_host
 
 TIMEOUT = 900
-LIB = "libturbospark_ffi.so"
 
 BUILD_INFO_HOST = r"""
 #include <stdio.h>
@@ -51,35 +50,6 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
     return result
 
 
-class Installed:
-    def __init__(self, site: Path, library: Path, build_env: Path, source: Path) -> None:
-        self.site = site
-        self.source = source
-        self.library = library
-        self.build_env = build_env
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Installed:
-    work = tmp_path_factory.mktemp("pipinstall")
-    source = work / "src"
-    files = run(["git", "ls-files"], cwd=ROOT).stdout.split("\n")
-    for name in filter(None, files):
-        if (ROOT / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, source / name)
-    wheels = work / "wheels"
-    built = run([sys.executable, "-m", "pip", "wheel", "-vv", "--no-deps", "-w", wheels, source],
-                cwd=work)
-    envs = re.findall(r"(/\S*pip-build-env-[^/\s]+)", built.stdout + built.stderr)
-    assert envs, "pip did not report its isolated build environment"
-    run([sys.executable, "-m", "venv", work / "venv"])
-    run([work / "venv" / "bin" / "pip", "install", "-q", *wheels.glob("*.whl")])
-    site = Path(run([work / "venv" / "bin" / "python", "-c",
-                     "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip())
-    return Installed(site, site / "turbospark_ffi" / LIB, Path(envs[0]), source)
-
-
 def build_info(installed_lib_dir: Path, tmp_path: Path) -> tuple[int, str]:
     host = compile_c_host(BUILD_INFO_HOST, tmp_path / "info_host", link_library=False,
                           extra=[f"-L{installed_lib_dir}", "-lturbospark_ffi",
@@ -88,7 +58,8 @@ def build_info(installed_lib_dir: Path, tmp_path: Path) -> tuple[int, str]:
     return int(out[0]), out[1].strip()
 
 
-def test_no_path_of_the_build_machine_is_in_the_installed_library(installed):
+def test_no_path_of_the_build_machine_is_in_the_installed_library(pip_installed):
+    installed = pip_installed
     """No byte of the installed library names pip's build environment, its
     build directory, the source tree it was built from, or any temporary
     directory (the Python home it runs against is the only machine path)."""
@@ -99,7 +70,8 @@ def test_no_path_of_the_build_machine_is_in_the_installed_library(installed):
     assert sys.base_prefix.encode() in data  # the check reads the right bytes
 
 
-def test_planted_modules_in_the_build_environment_are_never_imported(installed, tmp_path):
+def test_planted_modules_in_the_build_environment_are_never_imported(pip_installed, tmp_path):
+    installed = pip_installed
     """Re-create pip's (deleted) build environment, cffi's place in it
     included, fill it with modules named like the ones the library imports,
     each leaving a marker when imported: the library's sys.path is exactly its
@@ -130,7 +102,8 @@ def test_planted_modules_in_the_build_environment_are_never_imported(installed, 
         shutil.rmtree(installed.build_env, ignore_errors=True)
 
 
-def test_a_package_directory_others_can_write_to_is_refused(installed, tmp_path):
+def test_a_package_directory_others_can_write_to_is_refused(pip_installed, tmp_path):
+    installed = pip_installed
     """The install copied (package and cffi's backend) into a directory with
     mode 0775: the library refuses to import from it, naming it."""
     import _cffi_backend

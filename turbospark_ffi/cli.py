@@ -197,6 +197,9 @@ def _cmd_config(args: argparse.Namespace) -> int:
         parts.append(native.include_dir())
     if args.libdir:
         parts.append(native.package_dir())
+    if args.samples:
+        import os
+        parts.append(os.path.join(native.package_dir(), "samples"))
     if args.pkg_config_dir:
         import os
         os.makedirs(args.pkg_config_dir, exist_ok=True)
@@ -611,6 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--libs", action="store_true", help="linker flags (-L... -l... rpath)")
     config.add_argument("--includedir", action="store_true", help="the header's directory")
     config.add_argument("--libdir", action="store_true", help="the library's directory")
+    config.add_argument("--samples", action="store_true",
+                        help="the directory of the four sample installs shipped with the package")
     config.add_argument("--pkg-config-dir", metavar="DIR",
                         help="write turbospark_ffi.pc into DIR and print its path")
     config.set_defaults(run=_cmd_config)
