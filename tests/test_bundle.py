@@ -27,6 +27,7 @@ import pytest
 from conftest import LIBRARY, ROOT, header_constants
 
 from turbospark_ffi import bundle as bundle_mod
+from turbospark_ffi.bundle import write as bundle_write
 from turbospark_ffi.errors import SpeculationRefused
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.options import parse_options
@@ -452,7 +453,7 @@ def test_every_elf_rpath_is_origin(built):
         for line in out.splitlines():
             if "(NEEDED)" in line:
                 name = line.rsplit("[", 1)[1].rstrip("]")
-                assert name in bundled or name.startswith(bundle_mod._SYSTEM_LIBS), \
+                assert name in bundled or name.startswith(bundle_write._SYSTEM_LIBS), \
                     (path, name)
         # Stripped: nothing the loader does not map.
         sections = subprocess.run(["readelf", "-S", "-W", str(path)], capture_output=True,
@@ -571,7 +572,7 @@ def test_host_maps_only_the_bundles_python(host_run, built):
             continue
         # The bundle, the host, and glibc: nothing else (no libcrypto).
         assert _inside(path, moved) or path == host or \
-            os.path.basename(path).startswith(bundle_mod._SYSTEM_LIBS), path
+            os.path.basename(path).startswith(bundle_write._SYSTEM_LIBS), path
         assert "/root/.pyenv" not in path, path
         for prefix in BUILD_PREFIXES + [str(written)]:
             assert not _inside(path, Path(prefix)), path
@@ -663,18 +664,23 @@ def test_no_openssl_and_no_hashlib(built):
 # ---------------------------------------------------------------------------
 # The command.
 
+def cli_main(argv: list[str]) -> int:
+    from turbospark_ffi.cli import main
+    return main(["bundle", *argv])
+
+
 def test_main_writes_and_reports(tmp_path, capsys):
     out = tmp_path / "b"
-    assert bundle_mod.main([str(out), "--no-verify"]) == 0
+    assert cli_main([str(out), "--no-verify"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"wrote {out}: ") and " MB on disk" in printed
     assert "lib/libpython3.11.so.1.0" in printed
     # A second time: refused, one line, no traceback; --force replaces a bundle.
-    assert bundle_mod.main([str(out)]) == 1
+    assert cli_main([str(out)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith("turbospark-ffi bundle: error: ") and "not empty" in err
-    assert bundle_mod.main([str(out), "--force", "--no-verify"]) == 0
+    assert err.startswith("turbospark-ffi bundle: ") and "not empty" in err
+    assert cli_main([str(out), "--force", "--no-verify"]) == 0
     assert (out / "python" / "turbospark_bundle.txt").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name != "b"]  # no temporaries left
 
@@ -683,20 +689,33 @@ def test_main_refuses_to_replace_what_is_not_a_bundle(tmp_path, capsys):
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "thesis.txt").write_text("keep me")
-    assert bundle_mod.main([str(precious), "--force"]) == 1
+    assert cli_main([str(precious), "--force"]) == 1
     err = capsys.readouterr().err
     assert "is not a bundle" in err and err.count("\n") == 1
     assert (precious / "thesis.txt").read_text() == "keep me"
 
 
 def test_python_dash_m(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "turbospark_ffi.bundle", str(tmp_path / "x"),
+    proc = subprocess.run([sys.executable, "-m", "turbospark_ffi", "bundle", str(tmp_path / "x"),
                            "--no-verify"], capture_output=True, text=True, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr
     assert "MB on disk" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "turbospark_ffi.bundle", str(tmp_path / "x")],
+    proc = subprocess.run([sys.executable, "-m", "turbospark_ffi", "bundle", str(tmp_path / "x")],
                           capture_output=True, text=True, cwd=str(ROOT))
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+
+
+@pytest.mark.parametrize("argv", [[], ["a", "b"], ["--bogus", "x"]])
+def test_usage_errors_exit_1_like_every_subcommand(argv):
+    """Through the command's one parser: a usage error is exit 1 and one
+    line, exactly as `plan` answers the same mistake (not argparse's 2)."""
+    proc = subprocess.run([sys.executable, "-m", "turbospark_ffi", "bundle", *argv],
+                          capture_output=True, text=True, cwd=str(ROOT))
+    same = subprocess.run([sys.executable, "-m", "turbospark_ffi", "plan", *argv],
+                          capture_output=True, text=True, cwd=str(ROOT))
+    assert proc.returncode == same.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.replace("bundle", "plan").split(":")[0] == same.stderr.split(":")[0]
 
 
 # ---------------------------------------------------------------------------

@@ -674,12 +674,32 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--force", action="store_true",
                       help="overwrite an existing model_weights.bin")
     make.set_defaults(run=_cmd_make_install)
-    # Listed here for --help; `main` hands its arguments to bundle.main,
-    # which owns their parsing and its own --help.
-    sub.add_parser("bundle", add_help=False,
-                   help="write a relocatable folder: the library, the Python it needs, "
-                        "header, module map, pkg-config file (bundle --help)")
+    bundle = sub.add_parser(
+        "bundle", formatter_class=_Formatter,
+        help="write a relocatable folder: the library, the Python it needs, header, module "
+             "map, pkg-config file",
+        description="Write a relocatable folder holding libturbospark_ffi, its header, module "
+                    "map and pkg-config file, and the Python it embeds (only what it imports), "
+                    "for an application to ship. Run it with the Python the library was built "
+                    "with.")
+    bundle.add_argument("out_dir", metavar="OUT_DIR",
+                        help="the folder to write (must not exist, or be empty)")
+    bundle.add_argument("--force", action="store_true",
+                        help="replace OUT_DIR if it holds an earlier bundle")
+    bundle.add_argument("--no-verify", dest="verify", action="store_false",
+                        help="skip re-running the import probe against the written bundle")
+    bundle.set_defaults(run=_cmd_bundle)
     return parser
+
+
+def _cmd_bundle(args: argparse.Namespace) -> int:
+    from .bundle import BundleError, write_bundle
+    try:
+        info = write_bundle(args.out_dir, force=args.force, verify=args.verify)
+    except (BundleError, OSError) as exc:
+        raise _CliError(str(exc)) from None
+    print(info.report())
+    return EXIT_OK
 
 
 def _quiet_stdout() -> None:
@@ -712,9 +732,6 @@ def main(argv: list[str] | None = None) -> int:
         except (AttributeError, ValueError):
             pass
     arguments = sys.argv[1:] if argv is None else list(argv)
-    if arguments[:1] == ["bundle"]:
-        from .bundle import main as bundle_main
-        return bundle_main(arguments[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     command = getattr(args, "command", None)

@@ -1,0 +1,41 @@
+"""`turbospark-ffi bundle OUT_DIR`: a relocatable folder holding the C library
+and everything it needs at run time, so a GUI ships it inside the application
+without asking its users to install Python.
+
+    OUT_DIR/
+      include/turbospark_ffi.h
+      module.modulemap                  module CTurboSparkFFI (Swift/Clang)
+      lib/libturbospark_ffi.so          RUNPATH $ORIGIN
+      lib/libpython3.11.so.1.0          RUNPATH $ORIGIN
+      lib/pkgconfig/turbospark_ffi.pc   prefix=${pcfiledir}/../..
+      python/                           the embedded interpreter's home
+        turbospark_bundle.txt           the marker the library looks for
+        python311.zip                   only the standard library it imports
+        lib/python3.11/lib-dynload/     only the extension modules it loads
+        site-packages/                  _cffi_backend and this package
+
+The library finds all of it from its own path (src/tsffi_embed.c,
+tsffi_find_layout): when `<dir of the .so>/../python/turbospark_bundle.txt`
+exists it starts an isolated interpreter whose home and search path lie in
+the bundle and nowhere else.
+
+Which standard-library modules go in is measured, not listed: a probe runs
+this package's ABI dispatcher -- every entry point, the error paths too (a
+bad JSON argument is what imports `json`) -- in a `python -I -S`
+interpreter and reports `sys.modules`. The same probe then runs again with
+only the written bundle on `sys.path`, and must give the same answers.
+
+Every ELF file is copied, stripped of what is not loaded (binutils' strip)
+and has its RPATH/RUNPATH rewritten in place to exactly `$ORIGIN`.
+
+Modules: `elf` (reading, rpath rewrite, strip), `probe` (what the library
+imports and answers), `write` (the steps).
+"""
+
+from __future__ import annotations
+
+from .elf import BundleError, elf_dynamic, set_rpath_origin, strip_elf
+from .write import MARKER, BundleInfo, write_bundle
+
+__all__ = ["BundleError", "BundleInfo", "write_bundle", "set_rpath_origin", "strip_elf",
+           "elf_dynamic", "MARKER"]
