@@ -217,7 +217,7 @@ def make_ffi(tmpdir: Path):
                             "-Wno-format-truncation"],
         # rpath: $ORIGIN first, so a relocatable bundle (libpython copied
         # beside the library) finds its own copy; then the libpython this was
-        # built with, wherever the host runs from. bundle.py cuts the second
+        # built with, wherever the host runs from. The bundle (bundle/elf.py) cuts the second
         # entry out of a bundled copy. nodelete: Python cannot be unloaded,
         # so neither can we.
         extra_link_args=[f"-Wl,-rpath,{RPATH_ORIGIN}:{libdir}", "-Wl,-z,nodelete",
