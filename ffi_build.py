@@ -243,7 +243,7 @@ def export_link_args(tmpdir: Path) -> list[str]:
     two-level namespace already binds each reference to its own image.)"""
     if sys.platform == "darwin":
         return []
-    names = exported_functions(HEADER.read_text())
+    names = [*exported_functions(HEADER.read_text()), f"PyInit_{MODULE_NAME}"]
     script = tmpdir / "exports.map"
     script.write_text("{\n  global:\n%s  local: *;\n};\n"
                       % "".join(f"    {name};\n" for name in names))
