@@ -223,24 +223,30 @@ def plan_to_dict(result) -> dict:
     return {"drafter": choice_to_dict(result.choice),
             "draftPolicies": policies_to_dict(result.policies),
             "speculation": speculation_to_dict(result.speculation, result.choice.drafter),
-            "ignoredKeys": list(result.ignored_keys)}
+            "ignoredKeys": list(result.ignored_keys),
+            "modelDir": result.model_dir}
 
 
 _CHOICE_KEYS = ("drafter", "installHasMtpHead", "installHasDflash", "note")
+# Also in what tsffi_resolve_drafter returns: which directory it read. Not
+# part of the decision, so optional here and not checked beyond its type.
+_CHOICE_OPTIONAL_KEYS = ("modelDir",)
 
 
 def choice_from_json(text: str, what: str = "choice_json"):
     """A `DrafterChoice` from the JSON `tsffi_resolve_drafter` returned. Strict:
-    exactly the four keys, each with its own type, since a host that edits
-    this object by hand would otherwise get a plan for an install it made up."""
+    exactly the four keys (and optionally "modelDir"), each with its own type,
+    since a host that edits this object by hand would otherwise get a plan
+    for an install it made up."""
     from .errors import InvalidArgument
     from .policy import DrafterChoice, SpeculativeDrafter
 
     fields: dict = {}
     for key, value in parse_json_object(text, what):
-        if key not in _CHOICE_KEYS:
+        if key not in _CHOICE_KEYS and key not in _CHOICE_OPTIONAL_KEYS:
             raise InvalidArgument(f"{what}: unknown key {show_value(key)}; accepts exactly the keys "
-                                  f"{', '.join(_CHOICE_KEYS)} (what tsffi_resolve_drafter returns)")
+                                  f"{', '.join(_CHOICE_KEYS)} and optionally modelDir (what "
+                                  "tsffi_resolve_drafter returns)")
         if key in fields:
             raise InvalidArgument(f"{what}: key {show_value(key)} given more than once")
         fields[key] = value
@@ -256,6 +262,9 @@ def choice_from_json(text: str, what: str = "choice_json"):
         if fields[key] is not None and type(fields[key]) is not bool:
             raise InvalidArgument(f"{what}: {key}: got {show_value(fields[key])}; accepts true, "
                                   "false or null (unknown)")
+    if "modelDir" in fields and not isinstance(fields["modelDir"], str):
+        raise InvalidArgument(f"{what}: modelDir: got {show_value(fields['modelDir'])}; "
+                              "accepts a string (the directory tsffi_resolve_drafter read)")
     note = fields["note"]
     if note is not None and not isinstance(note, str):
         raise InvalidArgument(f"{what}: note: got {show_value(note)}; accepts a string or null")
