@@ -87,15 +87,6 @@ class Options(Value):
 DEFAULT_OPTIONS = Options()
 
 
-def refuse_empty_model_dir(model_dir: str | bytes) -> None:
-    """An empty path is refused rather than read as the current directory
-    (kept for callers of this name; the whole check is
-    `model_names.check_model_dir`)."""
-    if not model_dir:
-        from .model_names import check_model_dir
-        check_model_dir(model_dir)
-
-
 def decode_text(raw: bytes, what: str) -> str:
     """`raw` as UTF-8, or InvalidArgument naming `what` and the bad byte."""
     try:
