@@ -99,6 +99,9 @@ def _model_dir(raw: bytes) -> str:
 
 _parsed: dict = {}
 MAX_PARSED_OPTIONS = 256
+# Only options texts up to this size are remembered (as the C warm path's
+# TSFFI_CACHE_MAX_ARG), so the memo holds at most 256 x 4 KiB of keys.
+MAX_PARSED_OPTIONS_BYTES = 4096
 
 
 def _options(raw: bytes):
@@ -114,9 +117,10 @@ def _options(raw: bytes):
             parsed = parse_options(raw)
         except (InvalidArgument, JsonArgumentError) as exc:
             parsed = exc
-        if len(_parsed) >= MAX_PARSED_OPTIONS:
-            _parsed.clear()
-        _parsed[raw] = parsed
+        if len(raw) <= MAX_PARSED_OPTIONS_BYTES:
+            if len(_parsed) >= MAX_PARSED_OPTIONS:
+                _parsed.clear()
+            _parsed[raw] = parsed
     if isinstance(parsed, Exception):
         # A fresh instance per raise: re-raising one object keeps growing
         # its traceback.
@@ -125,12 +129,13 @@ def _options(raw: bytes):
 
 
 def _install(text: str):
-    """The snapshot of the install `text` (a checked model_dir) names (a directory or an installed
-    alias, resolved as the engine does), and whether the C warm path may
-    remember answers about it: only when the name IS the directory read --
-    an absolute path that was an existing directory, which rule 1 of the
-    resolution answers without the environment or the working directory
-    (tsffi_embed.c checks the same at every lookup)."""
+    """The snapshot of the install that `text` (a checked model_dir: a
+    directory or an installed alias) names, resolved as the engine resolves
+    it, and whether the C warm path may remember answers about it: only when
+    the name IS the directory read -- an absolute path that was an existing
+    directory, which rule 1 of the resolution answers without the
+    environment or the working directory (tsffi_embed.c checks the same at
+    every lookup and store)."""
     from .install import snapshot
     from .model_names import resolve_model_name
     resolved = resolve_model_name(text)
