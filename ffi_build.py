@@ -41,6 +41,7 @@ INTERNAL_CDEF = """
 #define TSFFI__FN_INSTALL_INFO 5
 static void tsffi_set_error(const char *msg, size_t n);
 static int32_t tsffi_emit(char **out, const char *data, size_t n);
+static const char *tsffi_getenv(const char *name);
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
                           const char *result, size_t len);
 static const char *tsffi_get_library_path(void);

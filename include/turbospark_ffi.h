@@ -20,6 +20,21 @@
  *    tsffi_speculation_plan); a near-miss of a key it uses is refused.
  *  - Every const char * argument is borrowed for the duration of the call and
  *    must be NUL-terminated UTF-8.
+ *  - MODEL NAMES. Every model_dir is what the engine's open takes: the path of
+ *    an install directory, or an installed alias, resolved at each call as
+ *    the engine resolves it: (1) an existing directory wins, whatever its
+ *    name (a relative path from the working directory); (2) the store root
+ *    is $TURBOSPARK_HOME, else $HOME/.turbospark (an empty value counts as
+ *    unset), read from the process environment at each call, so a host that
+ *    sets it after its first call is honoured; (3) the first text row of
+ *    <root>/installed.json (modality absent, null or "text"; kind not
+ *    "image") whose alias is the name and whose path is an existing
+ *    directory -- a missing or unparsable file is an empty store; (4) the
+ *    first existing directory of <root>/models/text/<name>.gturbo,
+ *    <root>/models/text/<name>.gturbo-vision, <root>/models/<name>.gturbo,
+ *    <root>/models/<name>.gturbo-vision; (5) otherwise the name itself, which
+ *    then reads as no install. Resolution never fails; each result names the
+ *    directory it read as "modelDir", an absolute path.
  *  - Results come back as NUL-terminated UTF-8 JSON through a char **
  *    out-parameter. *out is set to NULL on entry; on TSFFI_OK it points to a
  *    string the CALLER owns and must release with tsffi_string_free(); on any
@@ -106,9 +121,11 @@ extern "C" {
  * a meaning is the engine's, so is the number. */
 #define TSFFI_OK 0                   /* success */
 #define TSFFI_ERR_INVALID_ARGUMENT 1 /* a NULL pointer, text that is not UTF-8, an option value
-                                     outside its set, a near-miss option key */
-#define TSFFI_ERR_REFUSED 2          /* a named speculation block that cannot be served (the
-                                     engine's open returns 2 for this same refusal) */
+                                     outside its set (a block outside 1..=15 included), a
+                                     near-miss option key, an empty model_dir */
+#define TSFFI_ERR_REFUSED 2          /* a named speculation block in 1..=15 that cannot be
+                                     served (the engine's open returns 2 for this same
+                                     refusal) */
 #define TSFFI_ERR_JSON 4             /* a JSON argument that does not parse or is not an object */
 #define TSFFI_ERR_INTERNAL 6         /* anything unexpected, caught at the boundary */
 #define TSFFI_ERR_RUNTIME 9          /* the embedded Python runtime could not start (the last
@@ -143,11 +160,15 @@ TSFFI_API void tsffi_string_free(char *TSFFI_NULLABLE s);
 /* Decide which drafter to open for the install in model_dir (a directory
  * holding model_weights.bin), reading only its resident index.
  *
+ * model_dir: an install directory or an installed alias (MODEL NAMES above).
  * options_json: uses "speculativeDrafter" ("auto" | "mtp" | "dflash" | null);
- *   every key this library uses is validated. NULL or "" = defaults.
+ *   every key this library uses is validated ("speculation" too, so a block
+ *   outside 1..=15 is TSFFI_ERR_INVALID_ARGUMENT here as well). NULL or "" =
+ *   defaults.
  * On TSFFI_OK, *out_json is the drafter choice:
  *   {"drafter": "mtp" | "dflash", "installHasMtpHead": true | false | null,
- *    "installHasDflash": true | false | null, "note": string | null}
+ *    "installHasDflash": true | false | null, "note": string | null,
+ *    "modelDir": the directory read, an absolute path}
  *   null flags mean the index could not be read ("unknown", never "absent");
  *   "note" is set when auto found a DFlash2 drafter and left it off.
  * An unreadable install is not an error here (the engine's open is the one
@@ -161,8 +182,10 @@ TSFFI_API int32_t tsffi_resolve_drafter(const char *TSFFI_NONNULL model_dir,
 
 /* Derive the draft policies to open a runner with.
  *
- * choice_json: exactly what tsffi_resolve_drafter returned.
- * options_json: uses "speculation" ("auto" | "off" | a block | null).
+ * choice_json: exactly what tsffi_resolve_drafter returned ("modelDir" may
+ *   be left out).
+ * options_json: uses "speculation" ("auto" | "off" | a block in 1..=15 |
+ *   null); a block outside 1..=15 is TSFFI_ERR_INVALID_ARGUMENT.
  * On TSFFI_OK, *out_json is
  *   {"mtp": {"mode": "off" | "auto" | "fixed", "block": n | null},
  *    "dflash": {"mode": ..., "block": ...}}   ("block" only for "fixed")
@@ -175,7 +198,9 @@ TSFFI_API int32_t tsffi_draft_policies(const char *TSFFI_NONNULL choice_json,
 
 /* Decide speculation without an install to look at.
  *
- * options_json: "speculation"; "speculativeDrafter" = the RESOLVED drafter
+ * options_json: "speculation" (a block outside 1..=15 is an invalid option:
+ *   TSFFI_ERR_INVALID_ARGUMENT, before any "engineBlocker" is considered);
+ *   "speculativeDrafter" = the RESOLVED drafter
  *   (absent or "auto" takes the non-DFlash2 arms and reports "mtp");
  *   "engineBlocker" (the engine's reason, or null; absent means none);
  *   "temperature" (absent = deterministic, as the engine's open assumes).
@@ -184,9 +209,10 @@ TSFFI_API int32_t tsffi_draft_policies(const char *TSFFI_NONNULL choice_json,
  *    "reason": string | null}
  *   block null is the "is it on" test; drafter is non-null exactly when block
  *   is; reason says why it is off when the caller might have expected it on.
- * Returns TSFFI_OK; TSFFI_ERR_REFUSED (a named block that cannot be served: the
- * last error is the message to show, verbatim); TSFFI_ERR_INVALID_ARGUMENT;
- * TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
+ * Returns TSFFI_OK; TSFFI_ERR_REFUSED (a named block in 1..=15 that cannot be
+ * served: the last error is the message to show, verbatim);
+ * TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
+ * TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_json,
                                       char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
@@ -195,23 +221,34 @@ TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_j
  * "engineBlocker" when given, else a preview of the engine's blocker read from
  * the install's files) and resolve speculation.
  *
+ * model_dir: an install directory or an installed alias (MODEL NAMES above).
  * options_json: "speculation", "speculativeDrafter", "temperature",
- *   "engineBlocker"; other keys are ignored and listed back.
+ *   "engineBlocker"; other keys are ignored and listed back. Every option is
+ *   validated before any install is read: a block outside 1..=15 is
+ *   TSFFI_ERR_INVALID_ARGUMENT whatever the install and whatever blocker
+ *   stands.
  * On TSFFI_OK, *out_json is
- *   {"drafter": {...as tsffi_resolve_drafter...},
+ *   {"drafter": {...as tsffi_resolve_drafter, without "modelDir"...},
  *    "draftPolicies": {...as tsffi_draft_policies...},
  *    "speculation": {...as tsffi_resolve_speculation...},
- *    "ignoredKeys": [string, ...]}
- * Returns TSFFI_OK; TSFFI_ERR_REFUSED (a named block that cannot be served);
- * TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
- * A warm call on an unchanged install costs two stat() calls and no reading;
- * any change to the install's files is seen on the next call. */
+ *    "ignoredKeys": [string, ...],
+ *    "modelDir": the directory read, an absolute path}
+ * Returns TSFFI_OK; TSFFI_ERR_REFUSED (a named block in 1..=15 that cannot be
+ * served); TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
+ * TSFFI_ERR_INTERNAL.
+ * A warm call on an unchanged install named by its absolute path costs three
+ * stat() calls and no reading; any change to the install's files is seen on
+ * the next call. Any other name (an alias, a relative path) is resolved
+ * afresh on every call, so a re-pointed alias, a changed environment or a new
+ * directory under the name is seen on the next call. */
 TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
                                    const char *TSFFI_NULLABLE options_json,
                                    char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Describe what the install's files say, so a GUI can show why an answer is
- * "unknown": {"indexReadable", "indexError", "indexCheck", "entryCount",
+ * "unknown". model_dir: an install directory or an installed alias (MODEL
+ * NAMES above). *out_json: {"modelDir" (the directory read, an absolute
+ * path), "indexReadable", "indexError", "indexCheck", "entryCount",
  * "indexBytes", "residentBytes", "installHasMtpHead", "installHasDflash",
  * "mtpHead": {"present", "tensors", "expected", "complete", "missing"},
  * "dflashDrafter": {...}, "probe": {"layer", "tensor", "present", "dtype",

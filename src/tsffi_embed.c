@@ -125,6 +125,12 @@ static void tsffi_set_error(const char *msg, size_t n) {
 
 static void tsffi_set_error_str(const char *msg) { tsffi_set_error(msg, strlen(msg)); }
 
+/* Called by Python: the process's environment as it is now. The embedded
+ * interpreter's os.environ is a copy taken when it started; the engine reads
+ * $TURBOSPARK_HOME and $HOME at each resolution, and so must we. Python
+ * copies the value at once (under the GIL, before anything else runs). */
+static const char *tsffi_getenv(const char *name) { return getenv(name); }
+
 /* Called by Python: hand a result to the caller as a malloc'd copy. */
 static int32_t tsffi_emit(char **out, const char *data, size_t n) {
     char *copy = (char *)malloc(n + 1);
@@ -146,7 +152,9 @@ static int32_t tsffi_emit(char **out, const char *data, size_t n) {
  * Python can prove an install unchanged in ~10 us, but only under the GIL, and
  * eight host threads handing the GIL across two cores on every call collapse
  * to half the single-thread throughput (measured). So answers that depend
- * only on (function, model_dir, options) and on two files are remembered here
+ * only on (function, model_dir, options) and on two files -- which holds for
+ * a model_dir that names an existing directory by its absolute path, see
+ * tsffi_keyable_name -- are remembered here
  * together with what stat() said of those files WHEN PYTHON READ THEM; a
  * call whose stat() still says the same gets the remembered bytes, and any
  * difference -- replaced, rewritten, truncated, touched, removed -- goes to
@@ -206,6 +214,27 @@ static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys
     tsffi_file_key_of(model_dir, "packed_experts/layout.json", &keys[1]);
 }
 
+/* Which model names the warm path may answer for: an absolute path that is
+ * an existing directory, checked at every lookup and every store.
+ *
+ * A name is resolved the way the engine resolves it (model_names.py): an
+ * existing directory wins; otherwise an alias, looked up through
+ * $TURBOSPARK_HOME or $HOME, installed.json and the default install paths;
+ * otherwise the name itself. Only the first arm is independent of the
+ * environment, the store's files and the working directory, so only it can
+ * be keyed by the name and two stat()s: an alias re-pointed in
+ * installed.json, a setenv() by the host, a chdir() or a directory created
+ * under the alias's name would all change the answer without changing the
+ * install's files. Every other name goes to Python on every call, which
+ * resolves it afresh (costing the warm path nothing for a host that passes
+ * absolute install paths, which is what a GUI holds). Python offers an
+ * answer only when the directory it read IS the name; this check at lookup
+ * is what makes the remembered answer still that name's. */
+static int tsffi_keyable_name(const char *model_dir) {
+    struct stat st;
+    return model_dir[0] == '/' && stat(model_dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* The calls whose answer depends only on their arguments and the install's
  * two files: the ones the warm path may answer. */
 static int tsffi_reads_install(int32_t fn) {
@@ -217,7 +246,8 @@ static int tsffi_reads_install(int32_t fn) {
 static int tsffi_cache_get(int32_t fn, const char *a, const char *b, char **out) {
     struct tsffi_file_key now[2];
     int found = 0, i;
-    if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG)
+    if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG ||
+        !tsffi_keyable_name(a))
         return 0;
     tsffi_install_keys(a, now);
     pthread_rwlock_rdlock(&tsffi_cache_lock);
@@ -253,7 +283,8 @@ static void tsffi_cache_put(int32_t fn, const char *a, const char *b, const int6
                           const char *result, size_t len) {
     struct tsffi_cached fresh, old;
     int i, slot = -1;
-    if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG)
+    if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG ||
+        !tsffi_keyable_name(a))
         return;
     fresh.fn = fn;
     fresh.a = tsffi_strdup(a);

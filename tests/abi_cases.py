@@ -32,7 +32,22 @@ UTF8_BLOCKER = "la t\u00eate de vision est active \u2014 \u00e9t\u00e9"
 
 
 def out_of_range(n: int) -> str:
+    """The seed's own range refusal (resolve_speculation's arm), which a
+    Python caller still gets for `Speculation.block(16)`."""
     return f"{REFUSAL_PREFIX}block {n} is outside allowed range 1..=15"
+
+
+# A call that is refused (TSFFI_ERR_REFUSED) with a known message of the seed's:
+# the hosts' last-error tests use it as their failing call.
+REFUSED_OPTIONS = b'{"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}'
+REFUSED_MESSAGE = REFUSAL_PREFIX + SAMPLED_REASON
+
+
+def invalid_block(shown: str) -> "Has":
+    """A block outside 1..=15 given as an option: refused at parse time as an
+    invalid option, naming the key, the value as given and the range."""
+    return Has("speculation: got " + shown, "a block outside the allowed range 1..=15",
+               '"auto", "off"')
 
 
 class Has:
@@ -157,6 +172,9 @@ class Case:
     model_dir: bytes | None | object = UNSET   # a raw model_dir instead (None = NULL)
     options: bytes | None = None               # None = NULL pointer
     choice: Chain | bytes | None = None        # for draft_policies
+    # For "dir" functions that succeed: the INSTALLS key of the directory the
+    # result's "modelDir" names (None: the case's own install).
+    reads: str | None = None
     null_out: bool = False
     json: object = None                        # expected result (dict / Subset)
     message: str | Has | None = None           # expected last error
@@ -252,9 +270,10 @@ CASES: list[Case] = [
     Case("spec-blocker-off", "resolve_speculation", "TSFFI_OK",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculation": "off"}),
          json=_spec(None, None)),
-    Case("spec-blocker-outranks-range", "resolve_speculation", "TSFFI_ERR_REFUSED",
+    # A block outside 1..=15 is an invalid option, refused before any blocker.
+    Case("spec-range-outranks-blocker", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 16}),
-         message=REFUSAL_PREFIX + VISION_BLOCKER),
+         message=invalid_block("16")),
     Case("spec-blocker-outranks-sampled", "resolve_speculation", "TSFFI_OK",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculativeDrafter": "dflash",
                      "temperature": 0.7}),
@@ -268,15 +287,23 @@ CASES: list[Case] = [
          options=json.dumps({"engineBlocker": UTF8_BLOCKER, "speculation": 2},
                             ensure_ascii=False).encode(),
          message=REFUSAL_PREFIX + UTF8_BLOCKER),
-    Case("spec-block-16", "resolve_speculation", "TSFFI_ERR_REFUSED",
-         options=_j({"speculation": 16}), message=out_of_range(16)),
-    Case("spec-block-16-string", "resolve_speculation", "TSFFI_ERR_REFUSED",
-         options=_j({"speculation": "16"}), message=out_of_range(16)),
-    Case("spec-block-0", "resolve_speculation", "TSFFI_ERR_REFUSED",
-         options=_j({"speculation": 0}), message=out_of_range(0)),
-    Case("spec-dflash-block-16", "resolve_speculation", "TSFFI_ERR_REFUSED",
+    Case("spec-block-16", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         options=_j({"speculation": 16}), message=invalid_block("16")),
+    Case("spec-block-16-string", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         options=_j({"speculation": "16"}), message=invalid_block('"16"')),
+    Case("spec-block-0", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         options=_j({"speculation": 0}), message=Has(*invalid_block("0").parts,
+                                                     "0 proposes nothing")),
+    Case("spec-block-0-string", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         options=_j({"speculation": "0"}), message=invalid_block('"0"')),
+    Case("spec-block-u32-max", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         options=_j({"speculation": 4294967295}), message=invalid_block("4294967295")),
+    Case("spec-dflash-block-16", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=_j({"speculativeDrafter": "dflash", "speculation": 16}),
-         message=out_of_range(16)),
+         message=invalid_block("16")),
+    Case("spec-sampled-dflash-block-16", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         options=_j({"speculativeDrafter": "dflash", "speculation": 16, "temperature": 0.7}),
+         message=invalid_block("16")),
     Case("spec-ignored-keys", "resolve_speculation", "TSFFI_OK",
          options=_j({"contextLength": 4096, "kvCacheBits": 8, "speculation": 3}),
          json=_spec(3, "mtp")),
@@ -394,6 +421,10 @@ CASES: list[Case] = [
          options=b'{"speculativeDrafter": }', message=Has("options_json")),
     Case("drafter-null-out", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
          null_out=True, message=Has("out_json")),
+    Case("drafter-block-16", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="moe",
+         options=_j({"speculation": 16}), message=invalid_block("16")),
+    Case("drafter-block-0-missing-install", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="missing", options=_j({"speculation": "0"}), message=invalid_block('"0"')),
 
     # ----- tsffi_draft_policies, fed exactly what tsffi_resolve_drafter returned
     Case("policies-mtp-auto", "draft_policies", "TSFFI_OK", choice=Chain("mtp"),
@@ -459,6 +490,16 @@ CASES: list[Case] = [
          options=b"[2]", message=Has("options_json")),
     Case("policies-null-out", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=_j(CHOICE_MTP), null_out=True, message=Has("out_json")),
+    Case("policies-block-16", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+         choice=Chain("mtp"), options=_j({"speculation": 16}), message=invalid_block("16")),
+    Case("policies-block-16-string-note", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+         choice=Chain("dflash"), options=_j({"speculation": "16"}),
+         message=invalid_block('"16"')),
+    Case("policies-block-u32-max-moe", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+         choice=Chain("moe"), options=_j({"speculation": 4294967295}),
+         message=invalid_block("4294967295")),
+    Case("policies-block-0", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+         choice=Chain("none"), options=_j({"speculation": 0}), message=invalid_block("0")),
 
     # ----- tsffi_speculation_plan: the whole flow
     Case("plan-dflash-only-auto-note", "speculation_plan", "TSFFI_OK", install="dflash",
@@ -493,8 +534,28 @@ CASES: list[Case] = [
          json=_plan(CHOICE_MTP, _pol(mtp=("fixed", 3)), _spec(3, "mtp"))),
     Case("plan-mtp-off", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"speculation": "off"}), json=_plan(CHOICE_MTP, OFF_OFF, _spec(None, None))),
-    Case("plan-mtp-block-16", "speculation_plan", "TSFFI_ERR_REFUSED", install="mtp",
-         options=_j({"speculation": 16}), message=out_of_range(16)),
+    Case("plan-mtp-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
+         options=_j({"speculation": 16}), message=invalid_block("16")),
+    # Refused at parse time whatever blocker stands: the MoE install's, the
+    # DFlash2 note, the host's, an unreadable or missing install.
+    Case("plan-moe-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="moe",
+         options=_j({"speculation": 16}), message=invalid_block("16")),
+    Case("plan-moe-block-16-string", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="moe", options=_j({"speculation": "16"}), message=invalid_block('"16"')),
+    Case("plan-moe-block-0", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="moe",
+         options=_j({"speculation": 0}), message=invalid_block("0")),
+    Case("plan-moe-block-u32-max", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="moe", options=_j({"speculation": 4294967295}),
+         message=invalid_block("4294967295")),
+    Case("plan-dflash-only-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="dflash", options=_j({"speculation": 16}), message=invalid_block("16")),
+    Case("plan-engine-blocker-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="mtp", options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 16}),
+         message=invalid_block("16")),
+    Case("plan-unreadable-block-0", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="unreadable", options=_j({"speculation": "0"}), message=invalid_block('"0"')),
+    Case("plan-missing-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="missing", options=_j({"speculation": 16}), message=invalid_block("16")),
     Case("plan-mtp-engine-blocker", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"engineBlocker": VISION_BLOCKER}),
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(None, None, VISION_BLOCKER))),
@@ -709,9 +770,18 @@ def check_call(outcome: Outcome, codes: dict[str, int], where: str) -> list[str]
     return problems
 
 
-def check(case: Case, outcomes: list[Outcome], codes: dict[str, int]) -> None:
+# The functions that take a model_dir: each successful result names the
+# directory it read, as an absolute path ("modelDir"), checked for every
+# case here (and then left out of the comparison with the case's `json`).
+DIR_FUNCTIONS = ("resolve_drafter", "speculation_plan", "install_info")
+
+
+def check(case: Case, outcomes: list[Outcome], codes: dict[str, int],
+          paths: dict[str, Path] | None = None) -> None:
     """Assert that `outcomes` (one per call of calls_for(case)) are what the
-    table says. Raises AssertionError listing every mismatch."""
+    table says. Raises AssertionError listing every mismatch. With `paths`
+    (the materialized installs), "modelDir" must be exactly the directory
+    read; without, an absolute path."""
     problems = []
     for i, outcome in enumerate(outcomes):
         problems += check_call(outcome, codes, f"call {i}")
@@ -732,6 +802,15 @@ def check(case: Case, outcomes: list[Outcome], codes: dict[str, int]) -> None:
         else:
             if not isinstance(value, dict):
                 problems.append(f"result is not a JSON object: {last.out!r}")
+            elif case.fn in DIR_FUNCTIONS:
+                read = value.pop("modelDir", "(missing)")
+                name = case.reads or case.install
+                want_dir = (os.fsdecode(paths[name]) if paths is not None and name is not None
+                            else None)
+                if not (isinstance(read, str) and read.startswith("/")) or \
+                        (want_dir is not None and read != want_dir):
+                    problems.append(f"modelDir {read!r}, expected "
+                                    f"{want_dir or 'an absolute path'}")
             if case.json is not None:
                 problems += match(case.json, value)
     elif case.message is not None:

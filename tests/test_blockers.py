@@ -9,7 +9,7 @@ import pytest
 from installs import dflash_specs, mtp_specs, shape_of, write_custom_install
 from turbospark_ffi.blockers import (VERIFY_PROBE_DTYPES, first_full_attention_layer,
                                      preview_blocker, probe_tensor_name)
-from turbospark_ffi.expert_layout import load_expert_layout
+from turbospark_ffi.expert_layout import ExpertLayoutError, load_expert_layout
 from turbospark_ffi.install import snapshot
 from turbospark_ffi.install_writer import TensorSpec, trunk_tensors, write_install
 from turbospark_ffi.policy import SpeculativeDrafter
@@ -320,7 +320,8 @@ def test_unreadable_index_preview_is_the_readers_error(tmp_path):
     # The engine's parser has no NaN; Python's would take it by default.
     (b'{"numLayers": NaN, "expertsPerLayer": 0, "layers": []}', "NaN is not JSON"),
     # Deep enough for the C scanner's recursion guard: refused, not a crash.
-    (b'{"numLayers": 0, "expertsPerLayer": 0, "x": ' + b"[" * 30_000 + b"]" * 30_000 + b"}",
+    # (Before the counts, so that the whole file is parsed: see expert_layout.py.)
+    (b'{"x": ' + b"[" * 30_000 + b"]" * 30_000 + b', "numLayers": 0, "expertsPerLayer": 0}',
      "not valid JSON"),
 ], ids=["not-json", "no-experts-key", "negative", "float", "array", "nan", "deep"])
 def test_unusable_layout_preview_is_the_layouts_error(tmp_path, layout, needle):
@@ -331,13 +332,17 @@ def test_unusable_layout_preview_is_the_layouts_error(tmp_path, layout, needle):
 
 
 @pytest.mark.parametrize("pad", [0, 100_000], ids=["fits-in-head", "past-the-head"])
-def test_layout_duplicate_scalar_last_one_wins_whatever_the_size(tmp_path, pad):
-    # The small file (parsed whole) and the large one (head only) must agree.
+def test_layout_duplicate_count_is_refused_whatever_the_size(tmp_path, pad):
+    # The small file and the large one must agree (tests/test_expert_layout.py
+    # holds every case to it); a duplicate field is what the engine refuses.
     d = write_install(tmp_path / "i", mtp=True)
     body = (b'{"expertsPerLayer": 7, "numLayers": 1, "expertsPerLayer": 0, "layers": ['
             + b" " * pad + b"]}")
     (d / "packed_experts" / "layout.json").write_bytes(body)
-    assert load_expert_layout(str(d)).experts_per_layer == 0
+    with pytest.raises(ExpertLayoutError) as info:
+        load_expert_layout(str(d))
+    assert str(info.value) == ("packed_experts/layout.json gives expertsPerLayer more than once; "
+                               "accepts it once (the engine refuses a duplicate field)")
 
 
 def test_missing_layout_is_dense(tmp_path):

@@ -144,10 +144,10 @@ def outcomes_of(result, spans, cases=CASES):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_case_through_c(case: Case, variant, host_runs, case_file, status):
+def test_case_through_c(case: Case, variant, host_runs, case_file, status, installs):
     _, spans = case_file
     outcomes = outcomes_of(host_runs[variant], spans)
-    abi_cases.check(case, outcomes[case.id], status)
+    abi_cases.check(case, outcomes[case.id], status, installs)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -240,7 +240,7 @@ def _utf8_cut(message: str, cap: int) -> int:
 
 
 def test_last_error_semantics(hosts, installs):
-    refused = abi_cases.out_of_range(16)
+    refused = abi_cases.REFUSED_MESSAGE
     L = len(refused.encode())
     utf8 = abi_cases.REFUSAL_PREFIX + "\u00e9\u2014\U0001F600"
     U = len(utf8.encode())
@@ -285,10 +285,13 @@ def test_last_error_semantics(hosts, installs):
 
 
 def _race_expected(installs) -> list[str]:
-    note_plan = json.dumps(abi_cases._plan(abi_cases.CHOICE_NOTE, abi_cases.OFF_OFF,
-                                           abi_cases._spec(None, None, abi_cases.DFLASH_NOTE)),
-                           separators=(",", ":"))
-    note_choice = json.dumps(abi_cases.CHOICE_NOTE, separators=(",", ":"))
+    # Exactly the bytes: each result ends with the directory it read.
+    read = {"modelDir": str(installs["dflash"])}
+    note_plan = json.dumps({**abi_cases._plan(abi_cases.CHOICE_NOTE, abi_cases.OFF_OFF,
+                                              abi_cases._spec(None, None,
+                                                              abi_cases.DFLASH_NOTE)),
+                            **read}, separators=(",", ":"))
+    note_choice = json.dumps({**abi_cases.CHOICE_NOTE, **read}, separators=(",", ":"))
     lines = []
     for i in range(16):
         op = i % 4
@@ -296,7 +299,7 @@ def _race_expected(installs) -> list[str]:
             lines.append(f"t{i:02d} build_info status=0 err_len_ok=1 err= out=abiVersion=2")
         elif op == 1:
             lines.append(f"t{i:02d} refused status=2 err_len_ok=1 "
-                         f"err={escape(abi_cases.out_of_range(16))} out=NULL")
+                         f"err={escape(abi_cases.REFUSED_MESSAGE)} out=NULL")
         elif op == 2:
             lines.append(f"t{i:02d} plan status=0 err_len_ok=1 err= out={escape(note_plan)}")
         else:

@@ -140,3 +140,79 @@ def test_bad_options_are_never_remembered(lib, tmp_path, aged_clock):
         status = lib.tsffi_speculation_plan(str(d).encode(), b'{"speculative": 2}',
                                          ctypes.byref(out))
         assert status == 1 and not out.value
+
+
+# ---------------------------------------------------------------------------
+# Model names: the warm path answers only for an absolute path that is an
+# existing directory, the one arm of the engine's resolution that depends on
+# nothing but the name. An alias, or a relative path, reaches Python on every
+# call, so a re-pointed alias, a new store or a new directory in the working
+# directory is seen on the next call.
+
+def _plan_dir(lib, name) -> str:
+    return plan(lib, name)["modelDir"]
+
+
+def test_an_absolute_directory_is_remembered(lib, tmp_path, monkeypatch, aged_clock):
+    d = write_install(tmp_path / "install", mtp=True, layers=8)
+    assert _plan_dir(lib, d) == str(d)
+    assert _remembered(lib, d, monkeypatch)
+
+
+@pytest.mark.parametrize("name", ["qm", "./install", "install"])
+def test_an_alias_or_a_relative_path_is_never_remembered(lib, tmp_path, monkeypatch, aged_clock,
+                                                         name):
+    from turbospark_ffi.install_writer import record_install
+    d = write_install(tmp_path / "install", mtp=True, layers=8)
+    record_install(tmp_path / "store", "qm", d)
+    monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
+    monkeypatch.chdir(tmp_path)
+    for _ in range(3):
+        assert _plan_dir(lib, name) == str(d)
+        assert not _remembered(lib, name, monkeypatch)
+
+
+def test_a_repointed_alias_is_seen_on_the_next_call(lib, tmp_path, monkeypatch, aged_clock):
+    from turbospark_ffi.install_writer import record_install
+    first = write_install(tmp_path / "first", mtp=True, layers=8)
+    second = write_install(tmp_path / "second", dflash=True, layers=8)
+    record_install(tmp_path / "store", "qm", first)
+    monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):  # warm: the install itself is remembered by its path
+        assert plan(lib, "qm")["drafter"]["installHasMtpHead"] is True
+    plan(lib, first)
+    assert _remembered(lib, first, monkeypatch)
+    record_install(tmp_path / "store", "qm", second)
+    result = plan(lib, "qm")
+    assert result["modelDir"] == str(second)
+    assert note_of(result) == DFLASH_AUTO_NOTE
+
+
+def test_a_directory_named_like_the_alias_is_seen_on_the_next_call(lib, tmp_path, monkeypatch,
+                                                                    aged_clock):
+    from turbospark_ffi.install_writer import record_install
+    stored = write_install(tmp_path / "stored", mtp=True, layers=8)
+    record_install(tmp_path / "store", "qm", stored)
+    monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for _ in range(2):
+        assert _plan_dir(lib, "qm") == str(stored)
+    local = write_install(work / "qm", dflash=True, layers=8)
+    assert _plan_dir(lib, "qm") == str(local)
+    shutil.rmtree(local)
+    assert _plan_dir(lib, "qm") == str(stored)
+
+
+def test_a_store_set_after_the_first_call_is_seen(lib, tmp_path, monkeypatch, aged_clock):
+    from turbospark_ffi.install_writer import record_install
+    stored = write_install(tmp_path / "stored", mtp=True, layers=8)
+    record_install(tmp_path / "store", "qm", stored)
+    monkeypatch.delenv("TURBOSPARK_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "no-store-here"))
+    monkeypatch.chdir(tmp_path)
+    assert _plan_dir(lib, "qm") == str(tmp_path / "qm")
+    monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
+    assert _plan_dir(lib, "qm") == str(stored)

@@ -436,8 +436,6 @@ def test_plan_unreadable_index_is_unknown(installs):
 REFUSED = [
     ("none", ["--speculation", "2"]),
     ("dflash", ["--speculation", "2"]),
-    ("mtp", ["--speculation", "16"]),
-    ("mtp", ["--speculation", "0"]),
     ("moe", ["--speculation", "2"]),
     ("bf16", ["--speculation", "2"]),
     ("both", ["--speculative-drafter", "dflash", "--speculation", "2",
@@ -488,6 +486,13 @@ INVALID = [
     (["--speculation", "bogus"], "--speculation (option key speculation)", '"bogus"',
      '"auto", "off"'),
     (["--speculation", "-1"], "--speculation (option key speculation)", '"-1"', "1..=15"),
+    # A block outside 1..=15 is an invalid option, as the engine's parser says.
+    (["--speculation", "16"], "--speculation (option key speculation)", '"16"',
+     "a block outside the allowed range 1..=15"),
+    (["--speculation", "0"], "--speculation (option key speculation)", '"0"',
+     "a block outside the allowed range 1..=15 (0 proposes nothing)"),
+    (["--speculation", "4294967295"], "--speculation (option key speculation)",
+     '"4294967295"', "a block outside the allowed range 1..=15"),
     (["--speculation", "2.5"], "--speculation (option key speculation)", '"2.5"', "1..=15"),
     (["--speculative-drafter", "MTP"], "--speculative-drafter (option key speculativeDrafter)",
      '"MTP"', '"auto", "mtp", "dflash"'),
@@ -515,6 +520,23 @@ def test_plan_invalid_exits_1_naming_key_value_and_set(installs, abi, flags, nam
     status, text, error = abi.plan(installs["mtp"], flags_to_options(flags))
     assert status == 1 and text is None
     assert line.endswith(error.split(": ", 1)[1] + "\n")
+
+
+@pytest.mark.parametrize("name", ["moe", "dflash", "short_header", "missing"])
+@pytest.mark.parametrize("block", ["0", "16"])
+@pytest.mark.parametrize("blocker", [[], ["--engine-blocker", "a vision tower is active"]])
+def test_plan_out_of_range_block_exits_1_whatever_the_install(installs, name, block, blocker):
+    """Refused when the options are parsed, before the install is read: the
+    same line on a MoE install, the DFlash2-only one, an unreadable one and a
+    missing one, whatever blocker is given."""
+    r = run("plan", installs[name], "--speculation", block, *blocker)
+    assert r.returncode == 1 and r.stdout == ""
+    why = "0 proposes nothing" if block == "0" else \
+        "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"
+    assert r.stderr == (
+        f'turbospark-ffi plan: --speculation (option key speculation): got "{block}", a block '
+        f"outside the allowed range 1..=15 ({why}); accepts \"auto\", \"off\" (any case), "
+        "null, or a block in 1..=15 as a JSON integer or a string of ASCII digits\n")
 
 
 def test_plan_invalid_also_with_json(installs):
@@ -846,3 +868,140 @@ def test_main_in_process_returns_status(installs, capsys):
     assert json.loads(capsys.readouterr().out)["speculation"]["block"] == 2
     assert main(["plan", str(installs["none"]), "--speculation", "2"]) == 2
     assert capsys.readouterr().err.startswith("--speculative was asked for")
+
+
+# ---------------------------------------------------------------------------
+# Aliases: make-install --store/--alias writes a store in the engine's layout,
+# and plan / inspect resolve a name as the engine's open does.
+
+def _store_env(**env: str | None) -> dict:
+    return _env(**{"TURBOSPARK_HOME": None, "HOME": None, **env})
+
+
+def test_make_install_into_a_store_records_the_row(tmp_path, abi):
+    store = tmp_path / "store"
+    r = run("make-install", "--store", store, "--alias", "qwen-mtp", "--mtp")
+    target = store / "models" / "text" / "qwen-mtp.gturbo"
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.endswith(textwrap.fill(f"recorded 'qwen-mtp' in {store / 'installed.json'}",
+                                           79, subsequent_indent="  ",
+                                           break_on_hyphens=False) + "\n")
+    elsewhere = tmp_path / "elsewhere" / "dfl"
+    r = run("make-install", elsewhere, "--store", store, "--alias", "qwen-dflash", "--dflash")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((store / "installed.json").read_text())
+    assert [(row["alias"], row["path"], row["modality"]) for row in rows] == [
+        ("qwen-mtp", str(target), "text"), ("qwen-dflash", str(elsewhere), "text")]
+    for row in rows:
+        assert set(row) == {"alias", "repo", "revision", "path", "family", "install_bytes",
+                            "installed_on", "status", "modality"}
+        assert row["install_bytes"] == sum(f.stat().st_size for f in Path(row["path"]).rglob("*")
+                                           if f.is_file())
+    # Recording the same alias again replaces its row, keeping the others.
+    again = tmp_path / "again"
+    r = run("make-install", again, "--store", store, "--alias", "qwen-mtp", "--mtp")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((store / "installed.json").read_text())
+    assert [(row["alias"], row["path"]) for row in rows] == [
+        ("qwen-dflash", str(elsewhere)), ("qwen-mtp", str(again))]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cli_store")
+    for alias, flags in (("qm", ["--mtp"]), ("qd", ["--dflash"])):
+        r = run("make-install", "--store", root / "store", "--alias", alias, *flags)
+        assert r.returncode == 0, r.stderr
+    (root / "home" / ".turbospark").mkdir(parents=True)
+    (root / "home" / ".turbospark" / "installed.json").write_text(json.dumps([
+        {"alias": "qm", "path": str(root / "store" / "models" / "text" / "qd.gturbo")}]))
+    return root
+
+
+# (environment, command, name) -> the directory read, relative to the store fixture
+# ("ROOT/..." is the repository root: the command's working directory).
+ALIAS_CASES = [
+    ({"TURBOSPARK_HOME": "store"}, "qm", "store/models/text/qm.gturbo"),
+    ({"TURBOSPARK_HOME": "store"}, "qd", "store/models/text/qd.gturbo"),
+    # $TURBOSPARK_HOME outranks $HOME, whose store maps qm to the DFlash2 install.
+    ({"TURBOSPARK_HOME": "store", "HOME": "home"}, "qm", "store/models/text/qm.gturbo"),
+    ({"HOME": "home"}, "qm", "store/models/text/qd.gturbo"),
+    # No store at all: the name itself, in the working directory.
+    ({}, "qm", "ROOT/qm"),
+    ({"HOME": "home"}, "qx", "ROOT/qx"),
+]
+
+
+@pytest.mark.parametrize("env, name, reads", ALIAS_CASES,
+                         ids=[f"{sorted(e)}-{n}" for e, n, _ in ALIAS_CASES])
+@pytest.mark.parametrize("command", ["plan", "inspect"])
+def test_plan_and_inspect_resolve_an_alias(store, abi, env, name, reads, command):
+    env = _store_env(**{key: str(store / value) for key, value in env.items()})
+    expected_dir = ROOT / reads[5:] if reads.startswith("ROOT/") else store / reads
+    r = run(command, name, "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    # Byte for byte what the C ABI answers for the directory itself.
+    status, text, _ = (abi.plan(expected_dir, "{}") if command == "plan"
+                       else abi.info(expected_dir))
+    assert status == 0
+    assert r.stdout == text + "\n"
+    assert json.loads(text)["modelDir"] == str(expected_dir)
+    plain = run(command, name, env=env)
+    assert plain.returncode == 0
+    # The "install" line names the directory read (wrapped at 80 columns).
+    first = plain.stdout.split("\n" + ("options" if command == "plan" else "index"), 1)[0]
+    assert "".join(first.split()) == "install" + str(expected_dir)
+
+
+def test_an_existing_directory_outranks_an_alias(store, abi, tmp_path):
+    """A directory named like the alias, in the working directory, is read
+    rather than the store's install: the engine never resolves an existing
+    directory to a different model."""
+    from turbospark_ffi.install_writer import write_install
+    write_install(tmp_path / "qm", dflash=True)
+    env = _store_env(TURBOSPARK_HOME=str(store / "store"))
+    result = subprocess.run([sys.executable, "-m", "turbospark_ffi", "plan", "qm", "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["modelDir"] == str(tmp_path / "qm")
+    assert json.loads(result.stdout)["drafter"]["installHasDflash"] is True
+
+
+MAKE_STORE_ERRORS = [
+    (["--alias", "x"], "turbospark-ffi make-install: --alias needs --store: --store ROOT "
+                       "--alias NAME writes an install into the store at ROOT and records it "
+                       "in ROOT/installed.json"),
+    (["DIR", "--store", "STORE"], "turbospark-ffi make-install: --store needs --alias: "
+                                  "--store ROOT --alias NAME writes an install into the store "
+                                  "at ROOT and records it in ROOT/installed.json"),
+    (["--store", "STORE", "--alias", "a/b"],
+     "turbospark-ffi make-install: --alias: got 'a/b'; accepts a non-empty name without '/' "
+     "(the engine looks it up as ROOT/models/text/NAME.gturbo)"),
+    ([], "turbospark-ffi make-install: make-install needs DIR (or --store ROOT --alias NAME); "
+         "see 'turbospark-ffi make-install --help'"),
+    (["--samples", "DIR", "--store", "STORE", "--alias", "x"],
+     "turbospark-ffi make-install: --samples writes four installs and takes no "
+     "--store/--alias"),
+]
+
+
+@pytest.mark.parametrize("args, line", MAKE_STORE_ERRORS, ids=lambda v: str(v)[:40])
+def test_make_install_store_errors(tmp_path, args, line):
+    args = [str(tmp_path / "d") if a == "DIR" else str(tmp_path / "s") if a == "STORE" else a
+            for a in args]
+    r = run("make-install", *args)
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", line + "\n")
+    assert not (tmp_path / "s").exists() and not (tmp_path / "d").exists()
+
+
+def test_make_install_never_overwrites_a_corrupt_installed_json(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "installed.json").write_text("[{not json")
+    r = run("make-install", "--store", store, "--alias", "x", "--mtp")
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"turbospark-ffi make-install: wrote "
+                               f"{store / 'models' / 'text' / 'x.gturbo'}, but cannot record "
+                               f"it in the store at {store}: {store / 'installed.json'} is not "
+                               "valid JSON")
+    assert (store / "installed.json").read_text() == "[{not json"

@@ -90,7 +90,7 @@ def run_case(lib, case: Case, paths) -> list[Outcome]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_case_in_process(case: Case, lib, installs, status):
-    abi_cases.check(case, run_case(lib, case, installs), status)
+    abi_cases.check(case, run_case(lib, case, installs), status, installs)
 
 
 def test_whole_table_from_four_threads_at_once(lib, installs, status):
@@ -103,7 +103,7 @@ def test_whole_table_from_four_threads_at_once(lib, installs, status):
         barrier.wait()
         for case in CASES:
             try:
-                abi_cases.check(case, run_case(lib, case, installs), status)
+                abi_cases.check(case, run_case(lib, case, installs), status, installs)
             except AssertionError as exc:
                 failures.append(str(exc))
 
@@ -176,14 +176,14 @@ def test_host_signal_handlers_unchanged_by_the_first_call(loaded):
 # ---------------------------------------------------------------------------
 # tsffi_last_error semantics.
 
-REFUSE_16 = b'{"speculation": 16}'
+REFUSE_SAMPLED = abi_cases.REFUSED_OPTIONS
 
 
 def _fail(lib) -> str:
     out = ctypes.c_void_p()
-    assert lib.tsffi_resolve_speculation(REFUSE_16, ctypes.byref(out)) == 2
+    assert lib.tsffi_resolve_speculation(REFUSE_SAMPLED, ctypes.byref(out)) == 2
     assert out.value is None
-    return abi_cases.out_of_range(16)
+    return abi_cases.REFUSED_MESSAGE
 
 
 def _in_fresh_thread(fn):
@@ -213,17 +213,18 @@ def test_last_error_length_and_truncation(lib):
     message = _fail(lib)
     data = message.encode()
     n = len(data)
+    size = n + 100  # every cap below fits the buffer
     assert lib.tsffi_last_error(None, 0) == n
-    buf = ctypes.create_string_buffer(b"#" * 200, 200)
+    buf = ctypes.create_string_buffer(b"#" * size, size)
     assert lib.tsffi_last_error(buf, 0) == n           # cap 0: nothing written
     assert buf.raw[:5] == b"#####"
-    for cap in (1, 2, 10, n - 1, n, n + 1, 200):
-        buf = ctypes.create_string_buffer(b"#" * 200, 200)
+    for cap in (1, 2, 10, n - 1, n, n + 1, size):
+        buf = ctypes.create_string_buffer(b"#" * size, size)
         assert lib.tsffi_last_error(buf, cap) == n, cap   # the FULL length, whatever cap
         kept = min(cap - 1, n)
         assert buf.raw[:kept] == data[:kept], cap
         assert buf.raw[kept] == 0, cap                 # NUL-terminated
-        if cap < 200:
+        if cap < size:
             assert buf.raw[cap:cap + 1] in (b"#", b""), cap   # nothing past cap
     # Reading does not clear it.
     assert lib.tsffi_last_error(None, 0) == n
@@ -280,7 +281,7 @@ def test_a_failure_replaces_the_message(lib):
     out = ctypes.c_void_p()
     assert lib.tsffi_resolve_speculation(b"[]", ctypes.byref(out)) == 4
     err, _ = last_error(lib)
-    assert "options_json" in err and "block 16" not in err
+    assert "options_json" in err and "sampled speculation" not in err
 
 
 def test_last_error_is_per_thread(lib):
@@ -384,7 +385,7 @@ PYTHON_HOST = textwrap.dedent(r'''
         out = ctypes.c_void_p()
         barrier.wait()
         if i % 2:
-            rc = lib.tsffi_resolve_speculation(b'{"speculation": 16}', ctypes.byref(out))
+            rc = lib.tsffi_resolve_speculation(b'{"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}', ctypes.byref(out))
         else:
             rc = lib.tsffi_resolve_drafter(sys.argv[2].encode(), None, ctypes.byref(out))
         n = lib.tsffi_last_error(None, 0)
@@ -419,7 +420,8 @@ def test_python_host_without_the_package_races_first_calls(installs, tmp_path):
     assert value["importableBefore"] is False
     for i, (rc, text, err) in enumerate(value["results"]):
         if i % 2:
-            assert (rc, text, err) == (2, None, abi_cases.out_of_range(16))
+            assert (rc, text, err) == (2, None, abi_cases.REFUSED_MESSAGE)
         else:
             assert (rc, err) == (0, "")
-            assert json.loads(text) == abi_cases.CHOICE_NOTE
+            assert json.loads(text) == {**abi_cases.CHOICE_NOTE,
+                                        "modelDir": str(installs["dflash"])}

@@ -45,13 +45,8 @@ VALID = [
     ('{"speculation": "2"}', Options(speculation=B(2))),
     ('{"speculation": "0002"}', Options(speculation=B(2))),
     ('{"speculation": 15}', Options(speculation=B(15))),
-    # Any u32 parses: the allowed range is resolve_speculation's to enforce,
-    # with the seed's message (see test_plan.py).
-    ('{"speculation": 0}', Options(speculation=B(0))),
-    ('{"speculation": "0"}', Options(speculation=B(0))),
-    ('{"speculation": 16}', Options(speculation=B(16))),
-    ('{"speculation": 4294967295}', Options(speculation=B(2**32 - 1))),
-    ('{"speculation": "4294967295"}', Options(speculation=B(2**32 - 1))),
+    ('{"speculation": 1}', Options(speculation=B(1))),
+    ('{"speculation": "015"}', Options(speculation=B(15))),
     ('{"speculativeDrafter": "auto"}', Options(drafter=D.AUTO)),
     ('{"speculativeDrafter": "mtp"}', Options(drafter=D.MTP)),
     ('{"speculativeDrafter": "dflash"}', Options(drafter=D.DFLASH)),
@@ -139,6 +134,24 @@ INVALID = [
      f"speculation: got 18446744073709551616, which is not a block (blocks are 1..=15); accepts {SPEC_ACCEPTS}"),
     ('{"speculation": "4294967296"}',
      f'speculation: got "4294967296", which is not a block (blocks are 1..=15); accepts {SPEC_ACCEPTS}'),
+    # A u32 outside 1..=15 is a block the engine's parser refuses.
+    ('{"speculation": 0}', "speculation: got 0, a block outside the allowed range 1..=15 "
+                           f"(0 proposes nothing); accepts {SPEC_ACCEPTS}"),
+    ('{"speculation": "000"}', 'speculation: got "000", a block outside the allowed range '
+                               f"1..=15 (0 proposes nothing); accepts {SPEC_ACCEPTS}"),
+    ('{"speculation": 16}', "speculation: got 16, a block outside the allowed range 1..=15 "
+                            "(block B verifies B+1 rows and the batched verify kernel's cap "
+                            f"is 16 rows); accepts {SPEC_ACCEPTS}"),
+    ('{"speculation": "16"}', 'speculation: got "16", a block outside the allowed range 1..=15 '
+                              "(block B verifies B+1 rows and the batched verify kernel's cap "
+                              f"is 16 rows); accepts {SPEC_ACCEPTS}"),
+    ('{"speculation": 4294967295}', "speculation: got 4294967295, a block outside the allowed "
+                                    "range 1..=15 (block B verifies B+1 rows and the batched "
+                                    f"verify kernel's cap is 16 rows); accepts {SPEC_ACCEPTS}"),
+    ('{"speculation": "4294967295"}', 'speculation: got "4294967295", a block outside the '
+                                      "allowed range 1..=15 (block B verifies B+1 rows and the "
+                                      "batched verify kernel's cap is 16 rows); accepts "
+                                      f"{SPEC_ACCEPTS}"),
     ('{"speculativeDrafter": "MTP"}', f'speculativeDrafter: got "MTP"; accepts {DRAFTER_ACCEPTS}'),
     ('{"speculativeDrafter": "Dflash"}',
      f'speculativeDrafter: got "Dflash"; accepts {DRAFTER_ACCEPTS}'),
@@ -336,6 +349,14 @@ def test_choice_round_trips(choice):
     assert choice_from_json(dumps(choice_to_dict(choice))) == choice
 
 
+def test_choice_with_the_directory_it_read_is_accepted():
+    """What tsffi_resolve_drafter returns names the directory it read; the
+    choice is the same with or without it."""
+    choice = DrafterChoice(D.MTP, False, True, "a note")
+    with_dir = {**choice_to_dict(choice), "modelDir": "/models/qwen.gturbo"}
+    assert choice_from_json(dumps(with_dir)) == choice
+
+
 def _with(**kw):
     d = dict(GOOD_CHOICE)
     for k, v in kw.items():
@@ -350,7 +371,11 @@ _DROP = object()
 KEYS4 = "drafter, installHasMtpHead, installHasDflash, note"
 CHOICE_ERRORS = [
     (_with(extra=1), f'choice_json: unknown key "extra"; accepts exactly the keys {KEYS4} '
-                     "(what tsffi_resolve_drafter returns)"),
+                     "and optionally modelDir (what tsffi_resolve_drafter returns)"),
+    (_with(modelDir=None), "choice_json: modelDir: got null; accepts a string (the directory "
+                           "tsffi_resolve_drafter read)"),
+    (_with(modelDir=7), "choice_json: modelDir: got 7; accepts a string (the directory "
+                        "tsffi_resolve_drafter read)"),
     (_with(note=_DROP), f"choice_json: missing key note; accepts exactly the keys {KEYS4} "
                         "(what tsffi_resolve_drafter returns)"),
     ("{}", f"choice_json: missing key drafter, installHasMtpHead, installHasDflash, note; "

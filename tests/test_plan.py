@@ -82,11 +82,15 @@ def spec(block=None, drafter=None, reason=None):
 
 
 def plan_json(model_dir, options):
+    """The plan's wire form, checked for shape; "modelDir" checked (every
+    install here is an existing directory named by its absolute path, which
+    is the directory read) and then left out, so cases compare the decision."""
     result = speculation_plan(model_dir, parse_options(options))
     d = plan_to_dict(result)
     # The wire form is JSON and round-trips to the same dict.
     assert json.loads(dumps(d)) == d
-    assert list(d) == ["drafter", "draftPolicies", "speculation", "ignoredKeys"]
+    assert list(d) == ["drafter", "draftPolicies", "speculation", "ignoredKeys", "modelDir"]
+    assert d.pop("modelDir") == str(model_dir)
     assert list(d["drafter"]) == ["drafter", "installHasMtpHead", "installHasDflash", "note"]
     assert list(d["speculation"]) == ["block", "drafter", "reason"]
     # block non-null iff drafter non-null; reason null whenever it is on.
@@ -184,10 +188,6 @@ REFUSALS = [
      PREFIX + SAMPLED),
     ("dflash", '{"speculativeDrafter": "dflash", "speculation": "2", "temperature": 1e-9}',
      PREFIX + SAMPLED),
-    ("mtp", '{"speculation": 16}', PREFIX + "block 16 is outside allowed range 1..=15"),
-    ("mtp", '{"speculation": 0}', PREFIX + "block 0 is outside allowed range 1..=15"),
-    ("mtp", '{"speculation": "4294967295"}',
-     PREFIX + "block 4294967295 is outside allowed range 1..=15"),
     ("mtp", '{"speculation": 2, "engineBlocker": "a vision tower is active"}',
      PREFIX + "a vision tower is active"),
 ]
@@ -199,6 +199,48 @@ def test_plan_refusals(installs, shape, options, message):
     with pytest.raises(SpeculationRefused) as info:
         speculation_plan(installs[shape], parse_options(options))
     assert str(info.value) == message
+
+
+# A block outside 1..=15 as an OPTION is invalid when parsed, so no plan is
+# made, whatever the install (a MoE one, the DFlash2-only one with its note,
+# an unreadable one) and whatever blocker the host passes.
+OUT_OF_RANGE = [
+    ('{"speculation": 16}', "16", "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
+    ('{"speculation": "16"}', '"16"', "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
+    ('{"speculation": 0}', "0", "0 proposes nothing"),
+    ('{"speculation": "0"}', '"0"', "0 proposes nothing"),
+    ('{"speculation": 4294967295}', "4294967295", "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
+    ('{"speculation": "4294967295"}', '"4294967295"', "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
+    ('{"speculation": 16, "engineBlocker": "a vision tower is active"}', "16",
+     "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
+]
+SPEC_ACCEPTS = ('"auto", "off" (any case), null, or a block in 1..=15 as a JSON integer or a '
+                'string of ASCII digits')
+
+
+@pytest.mark.parametrize("options, shown, why", OUT_OF_RANGE, ids=[r[0] for r in OUT_OF_RANGE])
+def test_out_of_range_block_is_an_invalid_option(options, shown, why):
+    with pytest.raises(InvalidArgument) as info:
+        parse_options(options)
+    assert str(info.value) == (f"speculation: got {shown}, a block outside the allowed range "
+                               f"1..=15 ({why}); accepts {SPEC_ACCEPTS}")
+
+
+@pytest.mark.parametrize("shape", ["mtp", "moe", "none", "garbage"])
+@pytest.mark.parametrize("n", [0, 16, 2**32 - 1])
+def test_a_python_caller_building_the_block_gets_the_seeds_own_refusal(installs, shape, n):
+    """The seed's range arm, for a caller who builds Speculation.block(n)
+    directly: it comes after any blocker, as the seed orders it."""
+    from turbospark_ffi.options import Options
+    from turbospark_ffi.policy import Speculation
+    with pytest.raises(SpeculationRefused) as info:
+        speculation_plan(installs[shape], Options(speculation=Speculation.block(n),
+                                                  engine_blocker=None))
+    assert str(info.value) == f"{PREFIX}block {n} is outside allowed range 1..=15"
+    with pytest.raises(SpeculationRefused) as info:
+        speculation_plan(installs[shape], Options(speculation=Speculation.block(n),
+                                                  engine_blocker="a vision tower is active"))
+    assert str(info.value) == PREFIX + "a vision tower is active"
 
 
 # --------------------------------------------------------------------------
@@ -320,4 +362,6 @@ def test_bad_model_dir_is_refused(bad):
 
 def test_default_options_equal_empty_json(installs):
     for shape in ("none", "mtp", "dflash", "both", "moe"):
-        assert plan_to_dict(speculation_plan(installs[shape])) == plan_json(installs[shape], "{}")
+        d = plan_to_dict(speculation_plan(installs[shape]))
+        assert d.pop("modelDir") == installs[shape]
+        assert d == plan_json(installs[shape], "{}")

@@ -40,8 +40,12 @@ PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHas
                               "dflash": {"mode": "off", "block": None}},
             "speculation": {"block": 2, "drafter": "mtp", "reason": None},
             "ignoredKeys": ["hostOnly"]}
-REFUSED_16 = ("--speculative was asked for but cannot be served: block 16 is outside allowed "
-              "range 1..=15")
+# A refusal with a known message: a named block under DFlash2 on a sampled run.
+REFUSED_SAMPLED = ("--speculative was asked for but cannot be served: sampled speculation cannot "
+                   "be served by the block drafter: DFlash2's selection is a greedy structured "
+                   "search, not a distribution, so exact rejection sampling has no q(x) to ratio "
+                   "against; use the mtp drafter or temperature 0")
+REFUSED_OPTIONS = b'{"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}'
 FUNCTIONS = ("build_info", "resolve_drafter", "draft_policies", "resolve_speculation",
              "speculation_plan", "install_info")
 
@@ -58,7 +62,7 @@ def common_lines(mtp: Path, spill: Path) -> list[str]:
         script_line("plan", "speculation_plan", (d, b'{"hostOnly": true}'), spill),
         script_line("drafter", "resolve_drafter", (d, None), spill),
         script_line("policies", "draft_policies", (PREV, b'{"speculation": "4"}'), spill),
-        script_line("refused", "resolve_speculation", (b'{"speculation": 16}',), spill),
+        script_line("refused", "resolve_speculation", (REFUSED_OPTIONS,), spill),
         script_line("info", "install_info", (d,), spill),
         script_line("json", "resolve_speculation", (b"{",), spill),
         script_line("null-out", "install_info", (d,), spill, nullout=True),
@@ -73,12 +77,14 @@ def check_common(run, *, owns: bool = True) -> dict:
     info = r["build_info"].json()
     assert r["build_info"].status == 0 and info["abiVersion"] == 2
     assert info["ownsInterpreter"] is owns
-    assert r["plan"].json() == PLAN_MTP
-    assert r["drafter"].json() == PLAN_MTP["drafter"]
+    # Each names the directory it read: the install's, as install info says.
+    read = r["info"].json()["modelDir"]
+    assert {**PLAN_MTP, "modelDir": read} == r["plan"].json()
+    assert {**PLAN_MTP["drafter"], "modelDir": read} == r["drafter"].json()
     assert r["policies"].json() == {"mtp": {"mode": "fixed", "block": 4},
                                     "dflash": {"mode": "off", "block": None}}
     assert (r["refused"].status, r["refused"].out, r["refused"].err) == \
-        (CODES["TSFFI_ERR_REFUSED"], None, REFUSED_16)
+        (CODES["TSFFI_ERR_REFUSED"], None, REFUSED_SAMPLED)
     assert r["info"].json()["installHasMtpHead"] is True
     assert r["json"].status == CODES["TSFFI_ERR_JSON"] and "options_json is not valid JSON" in \
         r["json"].err
@@ -144,7 +150,8 @@ def call(fn, *args):
 
 report = {"info": call("tsffi_build_info_json"),
           "plan": call("tsffi_speculation_plan", model_dir, b'{"hostOnly": true}'),
-          "refused": call("tsffi_resolve_speculation", b'{"speculation": 16}')}
+          "refused": call("tsffi_resolve_speculation",
+                          b'{"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}')}
 errors = {}
 def worker(k):
     errors[k] = call("tsffi_resolve_speculation", b'{"temperature": -%d}' % k)
@@ -184,8 +191,9 @@ def test_python_host_loading_with_ctypes_uses_the_running_interpreter(installs, 
     assert info["ownsInterpreter"] is False
     assert info["python"] == report["python"]
     assert info["package"] == str((ROOT / "turbospark_ffi").resolve())
-    assert report["plan"][0] == 0 and json.loads(report["plan"][1]) == PLAN_MTP
-    assert report["refused"] == [CODES["TSFFI_ERR_REFUSED"], None, REFUSED_16]
+    assert report["plan"][0] == 0
+    assert json.loads(report["plan"][1]) == {**PLAN_MTP, "modelDir": str(installs["mtp"])}
+    assert report["refused"] == [CODES["TSFFI_ERR_REFUSED"], None, REFUSED_SAMPLED]
     for k, (status, text, err) in report["threads"].items():
         assert (status, text) == (CODES["TSFFI_ERR_INVALID_ARGUMENT"], None)
         assert err.startswith(f"temperature: got -{k};"), (k, err)
@@ -268,7 +276,7 @@ def test_python_host_with_ctypes_on_the_copy_uses_the_copy(installs, copied_pack
     info = json.loads(report["info"][1])
     assert info["ownsInterpreter"] is False
     assert info["package"] == str(copied_package.resolve())
-    assert json.loads(report["plan"][1]) == PLAN_MTP
+    assert json.loads(report["plan"][1]) == {**PLAN_MTP, "modelDir": str(installs["mtp"])}
 
 
 # ---------------------------------------------------------------------------

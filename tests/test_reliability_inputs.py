@@ -253,6 +253,17 @@ def _eq(expected):
     return check
 
 
+def _eq_read(expected, read: str = "/i/mtp"):
+    """`expected`, once the result's "modelDir" -- the absolute path of the
+    directory read, here the fixture's install `read` -- is checked and set
+    aside."""
+    def check(result):
+        directory = result.pop("modelDir")
+        assert directory.startswith("/") and directory.endswith(read), directory
+        assert result == expected
+    return check
+
+
 def _policies_shape(result):
     assert set(result) == {"mtp", "dflash"}, result
     for policy in result.values():
@@ -382,7 +393,7 @@ SPECIFIC_CASES = [
     Case("resolve_drafter/null-dir", "resolve_drafter", (None, b"{}"), "TSFFI_ERR_INVALID_ARGUMENT",
          ("model_dir is NULL", "accepts the path of an install directory")),
     Case("resolve_drafter/null-options", "resolve_drafter", (Dir("mtp"), None), "TSFFI_OK",
-         check=_eq(_PLAN_MTP["drafter"])),
+         check=_eq_read(_PLAN_MTP["drafter"])),
     Case("resolve_drafter/null-out", "resolve_drafter", (Dir("mtp"), b"{}"),
          "TSFFI_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
     Case("resolve_drafter/all-null", "resolve_drafter", (None, None), "TSFFI_ERR_INVALID_ARGUMENT",
@@ -404,7 +415,7 @@ SPECIFIC_CASES = [
     Case("speculation_plan/null-dir", "speculation_plan", (None, b"{}"), "TSFFI_ERR_INVALID_ARGUMENT",
          ("model_dir is NULL",)),
     Case("speculation_plan/null-options", "speculation_plan", (Dir("mtp"), None), "TSFFI_OK",
-         check=_eq({**_PLAN_MTP, "ignoredKeys": []})),
+         check=_eq_read({**_PLAN_MTP, "ignoredKeys": []})),
     Case("speculation_plan/null-out", "speculation_plan", (Dir("mtp"), b"{}"),
          "TSFFI_ERR_INVALID_ARGUMENT", ("out_json is NULL",), nullout=True),
     Case("speculation_plan/all-null", "speculation_plan", (None, None), "TSFFI_ERR_INVALID_ARGUMENT",
@@ -422,14 +433,16 @@ SPECIFIC_CASES = [
     Case("resolve_speculation/temperature-positive-is-sampled", "resolve_speculation",
          (b'{"speculation": 2, "speculativeDrafter": "dflash", "temperature": 0.5}',),
          "TSFFI_ERR_REFUSED", (REFUSED + SAMPLED,)),
-    Case("resolve_speculation/block-16-refused", "resolve_speculation",
-         (b'{"speculation": 16}',), "TSFFI_ERR_REFUSED",
-         (REFUSED + "block 16 is outside allowed range 1..=15",)),
-    Case("resolve_speculation/block-0-refused", "resolve_speculation", (b'{"speculation": 0}',),
-         "TSFFI_ERR_REFUSED", (REFUSED + "block 0 is outside allowed range 1..=15",)),
-    Case("resolve_speculation/block-u32-max-refused", "resolve_speculation",
-         (b'{"speculation": 4294967295}',), "TSFFI_ERR_REFUSED",
-         (REFUSED + "block 4294967295 is outside allowed range 1..=15",)),
+    # A block outside 1..=15 is an invalid option, as the engine's parser says.
+    Case("resolve_speculation/block-16-invalid", "resolve_speculation",
+         (b'{"speculation": 16}',), "TSFFI_ERR_INVALID_ARGUMENT",
+         ("speculation: got 16, a block outside the allowed range 1..=15",)),
+    Case("resolve_speculation/block-0-invalid", "resolve_speculation", (b'{"speculation": 0}',),
+         "TSFFI_ERR_INVALID_ARGUMENT",
+         ("speculation: got 0, a block outside the allowed range 1..=15", "0 proposes nothing")),
+    Case("resolve_speculation/block-u32-max-invalid", "resolve_speculation",
+         (b'{"speculation": 4294967295}',), "TSFFI_ERR_INVALID_ARGUMENT",
+         ("speculation: got 4294967295, a block outside the allowed range 1..=15",)),
     Case("resolve_speculation/block-leading-zeros", "resolve_speculation",
          (b'{"speculation": "0002"}',), "TSFFI_OK",
          check=_eq({"block": 2, "drafter": "mtp", "reason": None})),
@@ -442,13 +455,13 @@ SPECIFIC_CASES = [
          (b'{"engineBlocker": ""}',), "TSFFI_ERR_INVALID_ARGUMENT", ('engineBlocker: got ""',)),
     Case("speculation_plan/ignored-nul-key-listed", "speculation_plan",
          (Dir("mtp"), b'{"\\u0000": 1}'), "TSFFI_OK",
-         check=_eq({**_PLAN_MTP, "ignoredKeys": ["\x00"]})),
+         check=_eq_read({**_PLAN_MTP, "ignoredKeys": ["\x00"]})),
     Case("speculation_plan/duplicate-ignored-key-listed-once", "speculation_plan",
          (Dir("mtp"), b'{"x": 1, "x": 2}'), "TSFFI_OK",
-         check=_eq({**_PLAN_MTP, "ignoredKeys": ["x"]})),
+         check=_eq_read({**_PLAN_MTP, "ignoredKeys": ["x"]})),
     Case("speculation_plan/brackets-inside-a-string", "speculation_plan",
          (Dir("mtp"), b'{"x": "' + b"[" * DEEP + b'"}'), "TSFFI_OK",
-         check=_eq({**_PLAN_MTP, "ignoredKeys": ["x"]})),
+         check=_eq_read({**_PLAN_MTP, "ignoredKeys": ["x"]})),
     # choice_json
     Case("draft_policies/choice-not-utf8", "draft_policies", (b'{"drafter": "\xff"}', None),
          "TSFFI_ERR_INVALID_ARGUMENT", ("choice_json is not UTF-8", "0xff")),
@@ -664,6 +677,13 @@ def check_unknown_install(fn: str, result: dict, model_dir: str, says: tuple[str
     says why, naming the file (a corrupt one as the engine says it: "resident
     index is corrupt: ...")."""
     weights = os.path.join(model_dir, "model_weights.bin")
+    # The directory read: the path itself, made absolute (a relative one from
+    # the host's working directory).
+    read = result.pop("modelDir")
+    if model_dir.startswith("/"):
+        assert read == model_dir
+    else:
+        assert read.startswith("/") and read.endswith("/" + model_dir), read
     if fn == "resolve_drafter":
         assert result == {"drafter": "mtp", "installHasMtpHead": None, "installHasDflash": None,
                           "note": None}
@@ -673,7 +693,6 @@ def check_unknown_install(fn: str, result: dict, model_dir: str, says: tuple[str
         _unknown_flags(result)
         reason = result["indexError"]
         assert isinstance(result["indexCheck"], str) and result["indexCheck"]
-        assert result["modelDir"] == model_dir
     else:
         _unknown_flags(result["drafter"])
         assert result["speculation"]["block"] is None
@@ -701,9 +720,12 @@ def test_layout_fifo_does_not_block_and_is_reported(fn, inputs_run):
 
 @pytest.mark.parametrize("fn", list(DIR_FUNCTIONS))
 def test_relative_model_dir_is_read_against_the_hosts_cwd(fn, inputs_run):
-    run, _ = inputs_run
-    for variant in ("relative-install", "dot-segments"):
+    run, dirs = inputs_run
+    root = os.path.dirname(os.path.dirname(dirs["mtp"].decode()))
+    for variant, read in (("relative-install", "i/mtp"), ("dot-segments", "i/none/../mtp//")):
         result = _check_record(run.records[f"{fn}/{variant}"], "TSFFI_OK", ())
+        # Read relative to the host's working directory, and named so.
+        assert result["modelDir"] == os.path.join(root, read), variant
         flags = result["drafter"] if fn == "speculation_plan" else result
         assert (flags["installHasMtpHead"], flags["installHasDflash"]) == (True, False), variant
 

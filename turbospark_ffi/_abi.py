@@ -43,6 +43,19 @@ def bind(ffi, lib) -> None:
     # anyway; with it the reader's check 7 runs in C (tsffi_index_scan.c).
     from . import resident_index
     resident_index.use_native_scan(ffi, lib)
+    # The store root is read from the environment at each resolution, as the
+    # engine reads it. This interpreter's os.environ is a copy made when it
+    # started, so a host's setenv() after its first call would be missed:
+    # read the process's live environment instead.
+    from . import model_names
+    getenv_c, string, null = lib.tsffi_getenv, ffi.string, ffi.NULL
+
+    def getenv(name: str):
+        value = getenv_c(name.encode("ascii"))
+        if value == null:
+            return None
+        return string(value).decode("utf-8", "surrogateescape")
+    model_names.use_getenv(getenv)
 
 
 def _fail(status: int, message: str) -> int:
@@ -78,9 +91,55 @@ def _encode(value) -> bytes:
 
 
 def _model_dir(raw: bytes) -> str:
-    from .options import decode_text
-    from .plan import check_model_dir
-    return check_model_dir(decode_text(raw, "model_dir"))
+    """The model_dir argument checked (model_names.check_model_dir, the one
+    check every entry point makes); not yet resolved."""
+    from .model_names import check_model_dir
+    return check_model_dir(raw)
+
+
+_parsed: dict = {}
+MAX_PARSED_OPTIONS = 256
+# Only options texts up to this size are remembered (as the C warm path's
+# TSFFI_CACHE_MAX_ARG), so the memo holds at most 256 x 4 KiB of keys.
+MAX_PARSED_OPTIONS_BYTES = 4096
+
+
+def _options(raw: bytes):
+    """`parse_options(raw)`, remembered per options text (a GUI sends the same
+    few objects over and over); a refusal is remembered too and raised anew.
+    Parsed before any install is read, so a bad option is refused whatever
+    the install or the blocker."""
+    try:
+        parsed = _parsed[raw]
+    except KeyError:
+        from .options import parse_options
+        try:
+            parsed = parse_options(raw)
+        except (InvalidArgument, JsonArgumentError) as exc:
+            parsed = exc
+        if len(raw) <= MAX_PARSED_OPTIONS_BYTES:
+            if len(_parsed) >= MAX_PARSED_OPTIONS:
+                _parsed.clear()
+            _parsed[raw] = parsed
+    if isinstance(parsed, Exception):
+        # A fresh instance per raise: re-raising one object keeps growing
+        # its traceback.
+        raise type(parsed)(str(parsed))
+    return parsed
+
+
+def _install(text: str):
+    """The snapshot of the install that `text` (a checked model_dir: a
+    directory or an installed alias) names, resolved as the engine resolves
+    it, and whether the C warm path may remember answers about it: only when
+    the name IS the directory read -- an absolute path that was an existing
+    directory, which rule 1 of the resolution answers without the
+    environment or the working directory (tsffi_embed.c checks the same at
+    every lookup and store)."""
+    from .install import snapshot
+    from .model_names import resolve_model_name
+    resolved = resolve_model_name(text)
+    return snapshot(resolved), resolved == text
 
 
 def _memo(snap, key, compute):
@@ -121,50 +180,54 @@ def _offer_to_c(fn: int, snap, a: bytes, b: bytes, outcome) -> None:
 
 
 def _speculation_plan(model_dir: bytes, options: bytes):
-    from .install import snapshot
-    snap = snapshot(_model_dir(model_dir))
-    outcome = _memo(snap, ("plan", options), lambda: _plan_json(snap, options))
-    _offer_to_c(_lib.TSFFI__FN_SPECULATION_PLAN, snap, model_dir, options, outcome)
+    text = _model_dir(model_dir)
+    opts = _options(options)
+    snap, keyable = _install(text)
+    outcome = _memo(snap, ("plan", options), lambda: _plan_json(snap, opts))
+    if keyable:
+        _offer_to_c(_lib.TSFFI__FN_SPECULATION_PLAN, snap, model_dir, options, outcome)
     return outcome
 
 
-def _plan_json(snap, options: bytes) -> bytes:
-    from .options import parse_options
+def _plan_json(snap, opts) -> bytes:
     from .plan import plan_for_snapshot
     from .wire import plan_to_dict
-    return _encode(plan_to_dict(plan_for_snapshot(snap, parse_options(options))))
+    return _encode(plan_to_dict(plan_for_snapshot(snap, opts)))
 
 
 def _resolve_drafter(model_dir: bytes, options: bytes):
-    from .install import snapshot
-    snap = snapshot(_model_dir(model_dir))
+    text = _model_dir(model_dir)
+    opts = _options(options)
+    snap, keyable = _install(text)
 
     def compute() -> bytes:
-        from .options import parse_options
         from .plan import choice_for_snapshot
         from .wire import choice_to_dict
-        return _encode(choice_to_dict(choice_for_snapshot(snap, parse_options(options).drafter)))
+        choice = choice_to_dict(choice_for_snapshot(snap, opts.drafter))
+        choice["modelDir"] = snap.model_dir
+        return _encode(choice)
     outcome = _memo(snap, ("drafter", options), compute)
-    _offer_to_c(_lib.TSFFI__FN_RESOLVE_DRAFTER, snap, model_dir, options, outcome)
+    if keyable:
+        _offer_to_c(_lib.TSFFI__FN_RESOLVE_DRAFTER, snap, model_dir, options, outcome)
     return outcome
 
 
 def _draft_policies(choice_json: bytes, options: bytes) -> bytes:
-    from .options import MAX_OPTIONS_BYTES, decode_text, parse_options
+    from .options import MAX_OPTIONS_BYTES, decode_text
     from .policy import draft_policies
     from .wire import choice_from_json, policies_to_dict
     if len(choice_json) > MAX_OPTIONS_BYTES:
         raise InvalidArgument(f"choice_json is {len(choice_json)} bytes; accepts at most "
                               f"{MAX_OPTIONS_BYTES} bytes (what tsffi_resolve_drafter returns)")
     choice = choice_from_json(decode_text(choice_json, "choice_json"))
-    return _encode(policies_to_dict(draft_policies(choice, parse_options(options).speculation)))
+    return _encode(policies_to_dict(draft_policies(choice, _options(options).speculation)))
 
 
 def _resolve_speculation(options: bytes, _unused: bytes):
-    from .options import ABSENT, parse_options
+    from .options import ABSENT
     from .policy import SpeculativeDrafter, resolve_speculation
     from .wire import speculation_to_dict
-    opts = parse_options(options)
+    opts = _options(options)
     # An absent or auto drafter takes the seed's non-DFlash2 arms, which is
     # the MTP drafter's, and is reported as such.
     drafter = SpeculativeDrafter.MTP if opts.drafter is SpeculativeDrafter.AUTO else opts.drafter
@@ -174,11 +237,11 @@ def _resolve_speculation(options: bytes, _unused: bytes):
 
 
 def _install_info(model_dir: bytes, _unused: bytes) -> bytes:
-    from .install import snapshot
     from .plan import install_info_for_snapshot
-    snap = snapshot(_model_dir(model_dir))
+    snap, keyable = _install(_model_dir(model_dir))
     outcome = _memo(snap, ("info",), lambda: _encode(install_info_for_snapshot(snap)))
-    _offer_to_c(_lib.TSFFI__FN_INSTALL_INFO, snap, model_dir, _unused, outcome)
+    if keyable:
+        _offer_to_c(_lib.TSFFI__FN_INSTALL_INFO, snap, model_dir, _unused, outcome)
     return outcome
 
 

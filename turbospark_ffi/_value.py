@@ -29,7 +29,7 @@ class Value:
         raise AttributeError(f"{type(self).__name__} is immutable (tried to delete {name!r})")
 
     def _fields(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.__slots__)
+        return tuple(getattr(self, name) for name in _field_names(type(self)))
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -40,11 +40,37 @@ class Value:
         return hash((type(self).__name__,) + self._fields())
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        inner = ", ".join(f"{name}={getattr(self, name)!r}"
+                          for name in _field_names(type(self)))
         return f"{type(self).__name__}({inner})"
 
     def __reduce__(self):
-        return (_rebuild, (type(self), dict(zip(self.__slots__, self._fields()))))
+        names = _field_names(type(self))
+        return (_rebuild, (type(self), dict(zip(names, self._fields()))))
+
+
+# Per class, its fields: every `__slots__` entry over the class hierarchy,
+# base classes first. A subclass that declares `__slots__ = ()` (the draft
+# policies) holds its base's fields; reading only `type(self).__slots__`
+# would see none, and every value of that class would compare equal.
+_FIELD_NAMES: dict = {}
+
+
+def _field_names(cls: type) -> tuple:
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        pass
+    names: list = []
+    for klass in reversed(cls.__mro__):
+        slots = klass.__dict__.get("__slots__", ())
+        if isinstance(slots, str):
+            slots = (slots,)
+        for name in slots:
+            if name not in ("__weakref__", "__dict__") and name not in names:
+                names.append(name)
+    _FIELD_NAMES[cls] = found = tuple(names)
+    return found
 
 
 def _rebuild(cls, fields):

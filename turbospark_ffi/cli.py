@@ -348,12 +348,18 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from .plan import plan_for_snapshot
     from .wire import dumps, plan_to_dict
 
+    from .model_names import resolve_model_name
+
     options_json = dumps(plan_options(args))
-    # The order of _abi._speculation_plan: model_dir, then the options, then
-    # the decision, so every refusal is the one a host would get.
-    snap = snapshot(_model_dir_arg(args.dir))
+    # The order of _abi._speculation_plan: model_dir checked, then the
+    # options parsed (an invalid option is refused before any install is
+    # read), then the name resolved and the install read, then the decision,
+    # so every refusal is the one a host would get.
+    model_dir = _model_dir_arg(args.dir)
+    options = parse_options(options_json)
+    snap = snapshot(resolve_model_name(model_dir))
     try:
-        result = plan_for_snapshot(snap, parse_options(options_json))
+        result = plan_for_snapshot(snap, options)
     except SpeculationRefused as exc:
         # The seed's message, verbatim: a host shows exactly this.
         sys.stderr.write(str(exc) + "\n")
@@ -467,7 +473,25 @@ def _refuse_overwrite(path, force: bool) -> None:
 
 def _cmd_make_install(args: argparse.Namespace) -> int:
     import os
-    from .install_writer import SAMPLE_SHAPES, write_install, write_samples
+    from .install_writer import (SAMPLE_SHAPES, record_install, store_install_dir,
+                                 write_install, write_samples)
+
+    if (args.store is None) != (args.alias is None):
+        given, missing = ("--store", "--alias") if args.alias is None else ("--alias", "--store")
+        raise _CliError(f"{given} needs {missing}: --store ROOT --alias NAME writes an install "
+                        "into the store at ROOT and records it in ROOT/installed.json")
+    if args.alias is not None:
+        if args.samples:
+            raise _CliError("--samples writes four installs and takes no --store/--alias")
+        alias = _text_arg(args.alias, "--alias")
+        if not alias or "/" in alias or alias in (".", ".."):
+            raise _CliError(f"--alias: got {alias!r}; accepts a non-empty name without '/' "
+                            "(the engine looks it up as ROOT/models/text/NAME.gturbo)")
+        if args.dir is None:
+            args.dir = os.fspath(store_install_dir(args.store, alias))
+    elif args.dir is None:
+        raise _CliError("make-install needs DIR (or --store ROOT --alias NAME); see "
+                        "'turbospark-ffi make-install --help'")
 
     if args.samples:
         given = [flag for flag, on in (("--mtp", args.mtp), ("--dflash", args.dflash),
@@ -504,6 +528,16 @@ def _cmd_make_install(args: argparse.Namespace) -> int:
         raise _CliError(f"cannot write an install to {args.dir}: "
                         f"{exc.strerror or exc}") from None
     _summary(os.fspath(path))
+    if args.alias is not None:
+        try:
+            recorded = record_install(args.store, alias, path)
+        except (OSError, ValueError) as exc:
+            raise _CliError(f"wrote {path}, but cannot record it in the store at {args.store}: "
+                            f"{getattr(exc, 'strerror', None) or exc}") from None
+        import textwrap
+        sys.stdout.write(textwrap.fill(f"recorded {alias!r} in {recorded}", WIDTH,
+                                       subsequent_indent="  ", break_on_hyphens=False) + "\n")
+        sys.stdout.flush()
     return EXIT_OK
 
 
@@ -549,6 +583,11 @@ tensors) and the DFlash2 drafter (81) are present and complete or partial
 (and which tensors are missing), the verify probe's layer and dtype, the
 routed experts, and the blocker the engine would give for each drafter.
 
+DIR is a directory or an installed alias, resolved as the engine's open
+resolves it: an existing directory wins, then the rows of installed.json
+under $TURBOSPARK_HOME (else $HOME/.turbospark), then its default install
+paths; the "install" line names the directory read.
+
 Exit status 0 whenever DIR was read, even when its index is not readable
 (that is what this command is for); 1 for an invalid DIR.
 """
@@ -558,7 +597,7 @@ What the library decides for the install in DIR: which drafter to open, the
 draft policies to open it with, and whether speculation runs -- with the
 note and the reason in plain words. The flags build the same options object
 a host passes to tsffi_speculation_plan; --json prints exactly what that call
-returns for it.
+returns for it. DIR may be an installed alias, resolved as in inspect.
 
 Exit status: 0 planned (speculation on or off); 2 refused: a named block
 that cannot be served, with the library's message on stderr, verbatim; 1 an
@@ -587,6 +626,11 @@ With --samples, write the four sample installs that ship with the package
 subdirectories of DIR; regenerate the shipped ones with
 'turbospark-ffi make-install --samples turbospark_ffi/samples --force'.
 
+With --store ROOT --alias NAME, the install is written to DIR (by default
+ROOT/models/text/NAME.gturbo, the engine's own layout) and recorded under
+NAME in ROOT/installed.json, so that `plan NAME` with TURBOSPARK_HOME=ROOT
+reads it, as the engine's open would.
+
 An existing model_weights.bin is never overwritten without --force.
 """
 
@@ -596,6 +640,7 @@ examples:
   turbospark-ffi make-install /tmp/ts/moe --mtp --experts 256
   turbospark-ffi make-install /tmp/ts/bf16 --mtp --probe-dtype bf16
   turbospark-ffi make-install --samples /tmp/ts/samples
+  turbospark-ffi make-install --store /tmp/ts/store --alias qwen-mtp --mtp
 """
 
 
@@ -622,7 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     inspect = sub.add_parser("inspect", help="what an install's files say",
                              formatter_class=_Formatter, description=_INSPECT_DESCRIPTION)
-    inspect.add_argument("dir", metavar="DIR", help="the install directory")
+    inspect.add_argument("dir", metavar="DIR",
+                         help="the install directory, or an installed alias")
     inspect.add_argument("--json", action="store_true",
                          help="print the C ABI's tsffi_install_info_json object instead")
     inspect.set_defaults(run=_cmd_inspect)
@@ -630,7 +676,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="what the library decides for an install",
                           formatter_class=_Formatter, description=_PLAN_DESCRIPTION,
                           epilog=_PLAN_EPILOG)
-    plan.add_argument("dir", metavar="DIR", help="the install directory")
+    plan.add_argument("dir", metavar="DIR",
+                      help="the install directory, or an installed alias")
     plan.add_argument("--speculation", metavar="auto|off|N",
                       help="whether and how far to draft: auto (the default), off, or a "
                            "block N in 1..15 (option key speculation)")
@@ -655,8 +702,9 @@ def build_parser() -> argparse.ArgumentParser:
     make = sub.add_parser("make-install", help="write a small install in the engine's layout",
                           formatter_class=_Formatter, description=_MAKE_DESCRIPTION,
                           epilog=_MAKE_EPILOG)
-    make.add_argument("dir", metavar="DIR",
-                      help="the install directory (with --samples: where the four go)")
+    make.add_argument("dir", metavar="DIR", nargs="?",
+                      help="the install directory (with --samples: where the four go; with "
+                           "--store/--alias: default ROOT/models/text/NAME.gturbo)")
     make.add_argument("--mtp", action="store_true", help="add the full MTP head (15 tensors)")
     make.add_argument("--dflash", action="store_true",
                       help="add the full DFlash2 drafter (81 tensors)")
@@ -673,6 +721,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "under DIR")
     make.add_argument("--force", action="store_true",
                       help="overwrite an existing model_weights.bin")
+    make.add_argument("--store", metavar="ROOT",
+                      help="a model store's root (what $TURBOSPARK_HOME names): with --alias, "
+                           "record the install in ROOT/installed.json")
+    make.add_argument("--alias", metavar="NAME",
+                      help="the alias to record the install under (with --store)")
     make.set_defaults(run=_cmd_make_install)
     bundle = sub.add_parser(
         "bundle", formatter_class=_Formatter,

@@ -2,11 +2,25 @@
 
 The blocker preview needs two numbers from a file that is about 22 MB on a
 real MoE install (40 layers x 256 experts). Parsing all of it in Python takes
-a few hundred milliseconds, so the reader takes the top-level scalars from the
-head of the file -- the engine's writer puts `expertStride`, `numLayers` and
-`expertsPerLayer` before the large `layers` array -- and falls back to parsing
-the whole file only when a layout is ordered otherwise. Either way the answer
-is the same; only the cost differs.
+a few hundred milliseconds, and even one pass over 25 MB (reading it, or
+checking it is UTF-8) costs more than the rest of a first plan (measured:
+3-40 ms on this machine against a target of 10x a dense first plan, ~5 ms).
+So the answer is defined by a rule that can be decided from the file's head
+when the engine's writer wrote it, and BOTH ways of reading apply that one
+rule to the same bytes -- the head alone when it is enough, else the whole
+file -- so the size of the file changes the cost and never the answer:
+
+1. The HEAD MEMBERS: the top-level members before the first array or object
+   value (the engine's writer puts `expertStride`, `numLayers` and
+   `expertsPerLayer` there, before the large `layers` array). When both
+   counts are among them, they decide, and nothing after them is read:
+   those members must be UTF-8 and valid JSON (else rule 2 decides, and
+   refuses), and a count given twice among them is refused. Damage after
+   them -- in `layers`, or a count repeated after it -- is the engine's open
+   to refuse, not the preview's (as with an unreadable index, the preview
+   does not stand in for the open).
+2. Otherwise the WHOLE FILE: UTF-8, one JSON object, each count once at its
+   top level (the engine's typed parse refuses a duplicate field).
 """
 
 from __future__ import annotations
@@ -62,10 +76,15 @@ def load_expert_layout(model_dir: str) -> ExpertLayout:
         if info.st_size > MAX_LAYOUT_BYTES:
             raise ExpertLayoutError(f"{LAYOUT_PATH} is {info.st_size} bytes; the engine "
                                     f"refuses a layout over {MAX_LAYOUT_BYTES} bytes (64 MiB)")
-        head = os.pread(fd, _HEAD_BYTES, 0)
-        fields = _leading_scalars(head) if len(head) < info.st_size else None
+        data = os.pread(fd, _HEAD_BYTES, 0)
+        fields = _head_members(data)
+        if fields is None and len(data) < info.st_size:
+            # The same rule on the whole file: it decides when the first
+            # nested value starts past the head.
+            data = _read_all(fd, info.st_size)
+            fields = _head_members(data)
         if fields is None:
-            fields = _all_scalars(_read_all(fd, info.st_size))
+            fields = _all_scalars(_decode(data))
     except OSError as exc:
         raise ExpertLayoutError(f"{LAYOUT_PATH} cannot be read: {exc.strerror or exc}") from None
     finally:
@@ -82,7 +101,7 @@ def _count(fields: dict, key: str) -> int:
     return value
 
 
-def _read_all(fd: int, size: int) -> str:
+def _read_all(fd: int, size: int) -> bytes:
     chunks = []
     got = 0
     while got < size:
@@ -91,53 +110,85 @@ def _read_all(fd: int, size: int) -> str:
             break
         chunks.append(chunk)
         got += len(chunk)
+    return b"".join(chunks)
+
+
+def _decode(data: bytes) -> str:
     try:
-        return b"".join(chunks).decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ExpertLayoutError(f"{LAYOUT_PATH} is not UTF-8 (byte {exc.start})") from None
 
 
+_COUNTS = ("numLayers", "expertsPerLayer")
+
+
+def _refuse_repeats(keys) -> None:
+    seen: set = set()
+    for key in keys:
+        if key in _COUNTS:
+            if key in seen:
+                raise ExpertLayoutError(f"{LAYOUT_PATH} gives {key} more than once; accepts "
+                                        "it once (the engine refuses a duplicate field)")
+            seen.add(key)
+
+
 def _all_scalars(text: str) -> dict:
-    """The whole layout, parsed: for a small layout (it fits in the head), or
-    one whose scalars do not lead. Objects are dicts built in C; the options
-    parser's duplicate-aware pairs would call back into Python for each of
-    the ~40,000 objects of a real MoE layout (seconds, measured). Not the
-    `json` package: it imports `re` and `enum`, 7 ms of a cold start."""
+    """Rule 2: the whole layout, parsed, its top-level members kept in order
+    so that a repeated count is seen. Nested objects are dicts built in C; a
+    Python hook per object would cost seconds on the ~40,000 objects of a
+    real MoE layout. Not the `json` package: it imports `re` and `enum`, 7 ms
+    of a cold start."""
     from .errors import JsonArgumentError
-    from .wire import parse_json_document
+    from .wire import parse_json_document_members
     try:
-        value = parse_json_document(text, LAYOUT_PATH)
+        members = parse_json_document_members(text, LAYOUT_PATH)
     except JsonArgumentError as exc:
         raise ExpertLayoutError(str(exc)) from None
-    if not isinstance(value, dict):
+    if members is None:
         raise ExpertLayoutError(f"{LAYOUT_PATH} is not a JSON object")
-    return value
+    _refuse_repeats(key for key, _ in members)
+    return dict(members)
 
 
-def _leading_scalars(head: bytes) -> dict | None:
-    """`numLayers` and `expertsPerLayer` from the top-level keys that precede
-    the first array or object value; None when they are not both there."""
+_JSON_WHITESPACE = b" \t\n\r"
+
+
+def _head_members(data: bytes) -> dict | None:
+    """Rule 1 on `data` (the file's first bytes, or all of them): the head
+    members when they decide, else None (rule 2 decides). Depends only on
+    the bytes before the first nested value, so any `data` holding those
+    gives the same answer."""
     from .wire import parse_json_value
-    text = head.decode("utf-8", "ignore")
-    start = text.find("{")
-    if start < 0 or text[:start].strip():
+    start = 0
+    while start < len(data) and data[start] in _JSON_WHITESPACE:
+        start += 1
+    if data[start:start + 1] != b"{":
         return None
-    fields: dict = {}
-    # Split off the prefix up to the first nested value: the scalars before it
-    # parse as an ordinary object once it is closed.
-    cut = min((i for i in (text.find("[", start), text.find("{", start + 1)) if i >= 0),
+    # A bracket byte is never part of a multi-byte UTF-8 sequence, so the
+    # first one is found in the raw bytes; one inside a string among the
+    # head members makes the members below fail to parse, and rule 2 decides.
+    cut = min((i for i in (data.find(b"[", start), data.find(b"{", start + 1)) if i >= 0),
               default=-1)
     if cut < 0:
         return None
-    prefix = text[start:cut]
+    try:
+        prefix = data[start:cut].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
     last_comma = prefix.rfind(",")
     if last_comma < 0:
         return None
     try:
-        pairs = parse_json_value(prefix[:last_comma] + "}", LAYOUT_PATH)
+        members = parse_json_value(prefix[:last_comma] + "}", LAYOUT_PATH)
+        # What follows the last comma must be the nested value's key and colon.
+        key = parse_json_value("{" + prefix[last_comma + 1:] + "0}", LAYOUT_PATH)
     except Exception:
         return None
-    fields.update(pairs)
-    if "numLayers" in fields and "expertsPerLayer" in fields:
-        return fields
-    return None
+    if not isinstance(members, list) or not isinstance(key, list) or len(key) != 1:
+        return None
+    keys = [name for name, _ in members]
+    if not all(name in keys for name in _COUNTS):
+        return None
+    _refuse_repeats(keys)
+    return dict(members)

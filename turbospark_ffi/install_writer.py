@@ -30,6 +30,8 @@ __all__ = [
     "write_install",
     "SAMPLE_SHAPES",
     "write_samples",
+    "store_install_dir",
+    "record_install",
 ]
 
 
@@ -235,3 +237,60 @@ def write_samples(root: str | os.PathLike) -> list[Path]:
     """Write the four sample installs under `root` (what ships in the package)."""
     return [write_install(Path(root) / name, layers=64, **shape)
             for name, shape in SAMPLE_SHAPES.items()]
+
+
+# ---------------------------------------------------------------------------
+# A store: the engine's model store under a root ($TURBOSPARK_HOME, or
+# $HOME/.turbospark), with installed.json recording installs by alias.
+
+def store_install_dir(root: str | os.PathLike, alias: str) -> Path:
+    """Where the engine's default layout puts a text install named `alias`:
+    `<root>/models/text/<alias>.gturbo`."""
+    return Path(root) / "models" / "text" / f"{alias}.gturbo"
+
+
+def record_install(root: str | os.PathLike, alias: str, path: str | os.PathLike, *,
+                   modality: str | None = "text", kind: str | None = None) -> Path:
+    """Record the install at `path` under `alias` in `<root>/installed.json`,
+    in the engine's row shape (snake_case keys): replaces an earlier row of
+    the same alias and modality, keeps every other row as it was. `modality`
+    None leaves the key out (the engine reads that as text). Written to a
+    temporary file and renamed into place, so a reader never sees half a file.
+    Raises ValueError for an existing installed.json that is not a JSON
+    array of objects (it is not ours to overwrite), OSError when it cannot
+    be written. Returns the path of installed.json."""
+    import datetime
+    root = Path(root)
+    target = root / "installed.json"
+    path = Path(path).absolute()
+    if not alias or "/" in alias or "\x00" in alias:
+        raise ValueError(f"alias {alias!r}: accepts a non-empty name without '/' or NUL")
+    rows: list = []
+    if target.exists():
+        try:
+            rows = json.loads(target.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ValueError(f"{target} is not valid JSON ({exc}); accepts a JSON array of "
+                             "install rows (not overwritten)") from None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise ValueError(f"{target} is not a JSON array of objects; accepts a JSON array "
+                             "of install rows (not overwritten)")
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    row = {"alias": alias, "repo": f"local/{alias}", "revision": "local", "path": str(path),
+           "family": "qwen", "install_bytes": size,
+           "installed_on": datetime.datetime.now(datetime.timezone.utc)
+           .strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "status": "installed"}
+    if kind is not None:
+        row["kind"] = kind
+    if modality is not None:
+        row["modality"] = modality
+    rows = [r for r in rows
+            if not (r.get("alias") == alias and r.get("modality") == modality
+                    and r.get("kind") == kind)]
+    rows.append(row)
+    root.mkdir(parents=True, exist_ok=True)
+    temporary = root / f".installed.json.{os.getpid()}.tmp"
+    temporary.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, target)
+    return target

@@ -3,11 +3,15 @@ open (FACTS section 5), read strictly.
 
 The grammar, in one place:
 
-    speculation         "auto" | "off" (ASCII, any case) | a block: a JSON
-                        integer or a string of ASCII digits | null (= auto).
-                        A block is any u32 here; whether it is servable
-                        (1..=15) is the seed's `resolve_speculation` to say,
-                        with the seed's own message.
+    speculation         "auto" | "off" (ASCII, any case) | a block in 1..=15:
+                        a JSON integer or a string of ASCII digits | null
+                        (= auto). A block outside 1..=15 (0 included) is an
+                        invalid option, refused here before any install is
+                        read, as the engine's options parser refuses it: 0
+                        proposes nothing, and block B verifies B+1 rows
+                        against the batched verify's cap of 16. (The seed's
+                        own range arm in `resolve_speculation` stays, for a
+                        Python caller who builds `Speculation.block(16)`.)
     speculativeDrafter  "auto" | "mtp" | "dflash" (exact) | null (= auto)
     temperature         a finite number >= 0 | null (= absent: the open-time
                         decision, which assumes deterministic decoding)
@@ -26,7 +30,8 @@ from __future__ import annotations
 
 from ._value import Value
 from .errors import InvalidArgument
-from .policy import ALLOWED_SPECULATION_BLOCKS_TEXT, Speculation, SpeculativeDrafter
+from .policy import (ALLOWED_SPECULATION_BLOCKS, ALLOWED_SPECULATION_BLOCKS_TEXT, Speculation,
+                     SpeculativeDrafter)
 from .wire import parse_json_object, show_value as _show
 
 __all__ = ["OPTION_KEYS", "MAX_OPTIONS_BYTES", "ABSENT", "Options", "parse_options",
@@ -82,13 +87,6 @@ class Options(Value):
 DEFAULT_OPTIONS = Options()
 
 
-def refuse_empty_model_dir(model_dir: str | bytes) -> None:
-    """An empty path is refused rather than read as the current directory."""
-    if not model_dir:
-        raise InvalidArgument("model_dir is empty; accepts the path of an install directory "
-                              "(an empty path is not read as the current directory)")
-
-
 def decode_text(raw: bytes, what: str) -> str:
     """`raw` as UTF-8, or InvalidArgument naming `what` and the bad byte."""
     try:
@@ -130,12 +128,22 @@ def near_miss(key: str) -> str | None:
     return best
 
 
+def _block(value: object, n: int) -> Speculation:
+    if n in ALLOWED_SPECULATION_BLOCKS:
+        return Speculation.block(n)
+    why = ("0 proposes nothing" if n == 0 else
+           "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows")
+    raise InvalidArgument(f"speculation: got {_show(value)}, a block outside the allowed range "
+                          f"{ALLOWED_SPECULATION_BLOCKS_TEXT} ({why}); accepts "
+                          f"{_SPECULATION_ACCEPTS}")
+
+
 def _speculation(value: object) -> Speculation:
     if value is None:
         return Speculation.AUTO
     if type(value) is int:
         if 0 <= value <= _U32_MAX:
-            return Speculation.block(value)
+            return _block(value, value)
         raise InvalidArgument(f"speculation: got {_show(value)}, which is not a block (blocks "
                               f"are {ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts "
                               f"{_SPECULATION_ACCEPTS}")
@@ -151,7 +159,7 @@ def _speculation(value: object) -> Speculation:
                 # u32 needs more than 10 once leading zeros are gone.
                 digits = value.lstrip("0") or "0"
                 if len(digits) <= 10 and int(digits) <= _U32_MAX:
-                    return Speculation.block(int(digits))
+                    return _block(value, int(digits))
                 raise InvalidArgument(
                     f"speculation: got {_show(value)}, which is not a block (blocks are "
                     f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {_SPECULATION_ACCEPTS}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 from ._value import Value
-from .errors import InvalidArgument
 from .options import ABSENT, DEFAULT_OPTIONS, Options
 from .policy import (DraftPolicies, DrafterChoice, SpeculationPlan, SpeculativeDrafter,
                      choose_drafter, draft_policies, resolve_speculation)
@@ -18,23 +17,22 @@ __all__ = ["PlanResult", "speculation_plan", "plan_for_snapshot", "choice_for_sn
 
 
 class PlanResult(Value):
-    __slots__ = ("choice", "policies", "speculation", "ignored_keys")
+    """`model_dir` is the directory the plan read (the model name resolved),
+    None for a plan not made from an install."""
+
+    __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir")
 
     def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
-                 speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = ()) -> None:
+                 speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = (),
+                 model_dir: str | None = None) -> None:
         self._init(choice=choice, policies=policies, speculation=speculation,
-                   ignored_keys=ignored_keys)
+                   ignored_keys=ignored_keys, model_dir=model_dir)
 
 
-def check_model_dir(model_dir: str | os.PathLike) -> str:
-    from .options import refuse_empty_model_dir
-    model_dir = os.fspath(model_dir)
-    if not isinstance(model_dir, str):
-        model_dir = os.fsdecode(model_dir)
-    refuse_empty_model_dir(model_dir)
-    if "\x00" in model_dir:
-        raise InvalidArgument("model_dir contains a NUL character; accepts a path")
-    return model_dir
+def check_model_dir(model_dir: str | bytes | os.PathLike) -> str:
+    """`model_names.check_model_dir`: the one check of a model_dir argument."""
+    from .model_names import check_model_dir as check
+    return check(model_dir)
 
 
 def choice_for_snapshot(snap, requested: SpeculativeDrafter) -> DrafterChoice:
@@ -57,24 +55,29 @@ def plan_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> PlanResult:
         blocker = snap.blocker_preview(choice.drafter)
     plan = resolve_speculation(options.speculation, choice.drafter, blocker,
                                options.deterministic)
-    return PlanResult(choice, policies, plan, options.ignored_keys)
+    return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir)
 
 
-def speculation_plan(model_dir: str | os.PathLike,
+def speculation_plan(model_dir: str | bytes | os.PathLike,
                      options: Options = DEFAULT_OPTIONS) -> PlanResult:
-    """The whole decision for `model_dir` under `options`.
+    """The whole decision for `model_dir` (a directory or an installed alias,
+    resolved as the engine resolves it: model_names.py) under `options`.
 
     Raises `SpeculationRefused` (the seed's Err) for a named block that cannot
-    be served, `InvalidArgument` for an empty model_dir.
+    be served, `InvalidArgument` for an empty, non-UTF-8 or NUL-holding
+    model_dir.
     """
     from .install import snapshot
-    return plan_for_snapshot(snapshot(check_model_dir(model_dir)), options)
+    from .model_names import resolve_model_dir
+    return plan_for_snapshot(snapshot(resolve_model_dir(model_dir)), options)
 
 
-def install_info(model_dir: str | os.PathLike) -> dict:
-    """What the install's files say, as the `tsffi_install_info_json` object."""
+def install_info(model_dir: str | bytes | os.PathLike) -> dict:
+    """What the install's files say, as the `tsffi_install_info_json` object
+    (`model_dir` resolved as in `speculation_plan`)."""
     from .install import snapshot
-    return install_info_for_snapshot(snapshot(check_model_dir(model_dir)))
+    from .model_names import resolve_model_dir
+    return install_info_for_snapshot(snapshot(resolve_model_dir(model_dir)))
 
 
 def install_info_for_snapshot(snap) -> dict:

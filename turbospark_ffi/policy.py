@@ -265,8 +265,12 @@ class DraftPolicies(Value):
 
 
 def resolve_drafter(requested: SpeculativeDrafter,
-                    model_dir: str | os.PathLike) -> DrafterChoice:
+                    model_dir: str | bytes | os.PathLike) -> DrafterChoice:
     """Which drafter an install actually carries, for `SpeculativeDrafter.AUTO`.
+
+    `model_dir` is a directory or an installed alias, resolved as the engine
+    resolves it (model_names.py), after the same argument check every entry
+    point makes.
 
     Reads the resident INDEX of `model_dir/model_weights.bin` -- kilobytes,
     not the weights -- whatever the request (an explicit ask still needs the
@@ -275,11 +279,10 @@ def resolve_drafter(requested: SpeculativeDrafter,
     the one that refuses a broken install.
     """
     from .errors import ResidentIndexError
-    from .options import refuse_empty_model_dir
+    from .model_names import resolve_model_dir
     from .resident_index import load_resident_index
 
-    model_dir = os.fspath(model_dir)
-    refuse_empty_model_dir(model_dir)
+    model_dir = resolve_model_dir(model_dir)
     try:
         index = load_resident_index(os.path.join(model_dir, "model_weights.bin"))
     except ResidentIndexError:

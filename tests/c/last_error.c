@@ -15,7 +15,7 @@
 
 #include "turbospark_ffi.h"
 
-#define REFUSE_16 "{\"speculation\": 16}"
+#define REFUSE_SAMPLED "{\"speculativeDrafter\": \"dflash\", \"temperature\": 0.7, \"speculation\": 2}"
 #define NOT_JSON "{"
 /* A blocker of a 2-, 3- and 4-byte character, as raw UTF-8. */
 #define UTF8_OPTIONS "{\"speculation\": 2, \"engineBlocker\": \"\xc3\xa9\xe2\x80\x94\xf0\x9f\x98\x80\"}"
@@ -38,10 +38,10 @@ static void show(const char *label, const char *buf) {
     printf("\"\n");
 }
 
-/* Fail with a known message: the refusal of block 16. */
+/* Fail with a known message: the refusal of a sampled block under DFlash2. */
 static int32_t fail_refused(void) {
     char *out = NULL;
-    int32_t s = tsffi_resolve_speculation(REFUSE_16, &out);
+    int32_t s = tsffi_resolve_speculation(REFUSE_SAMPLED, &out);
     tsffi_string_free(out);
     return s;
 }
@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
         printf("replaced status=%d len_changed=%d\n", (int)s, tsffi_last_error(NULL, 0) != len);
         tsffi_last_error(buf, sizeof buf);
         printf("replaced mentions_options_json=%d mentions_block=%d\n",
-               strstr(buf, "options_json") != NULL, strstr(buf, "block 16") != NULL);
+               strstr(buf, "options_json") != NULL, strstr(buf, "sampled speculation") != NULL);
     }
 
     /* Every status-returning call clears it on entry. */
@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
     s = tsffi_build_info_json(NULL);
     tsffi_last_error(buf, sizeof buf);
     printf("null out status=%d mentions_out_json=%d mentions_block=%d\n", (int)s,
-           strstr(buf, "out_json") != NULL, strstr(buf, "block 16") != NULL);
+           strstr(buf, "out_json") != NULL, strstr(buf, "sampled speculation") != NULL);
 
     /* Truncation never cuts a UTF-8 character. */
     {

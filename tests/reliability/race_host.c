@@ -55,7 +55,8 @@ static void one_call(struct slot *s) {
                                        options, &out);
         break;
     case 3:
-        snprintf(options, sizeof options, "{\"speculation\": %d}", 16 + i);
+        snprintf(options, sizeof options,
+                 "{\"speculation\": 2, \"engineBlocker\": \"blocked in thread %d\"}", i);
         s->status = api.resolve_speculation(options, &out);
         break;
     case 4:

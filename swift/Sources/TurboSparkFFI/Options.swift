@@ -16,9 +16,11 @@ public enum SpeculativeDrafter: String, Codable, Sendable, Hashable, CaseIterabl
 ///
 /// `.auto`: draft if the install can, and say why not when it cannot. `.off`:
 /// never. `.block(n)`: draft `n` tokens per round, or fail naming the reason
-/// (a ``TurboSparkError`` with status ``TurboSparkError/refused``). Whether
-/// `n` is servable (1...15) is the library's to decide, with its own message,
-/// so any `Int` is passed through as it is.
+/// (a ``TurboSparkError`` with status ``TurboSparkError/refused``). A block
+/// outside 1...15 (0 included) is an invalid option, as the engine's parser
+/// says: the library refuses it with ``TurboSparkError/invalidArgument``,
+/// naming the range, before it reads any install. Any `Int` is passed through
+/// as it is, so that message is the library's.
 public enum Speculation: Sendable, Hashable, Codable {
     case auto
     case off

@@ -16,17 +16,24 @@ public struct DrafterChoice: Codable, Sendable, Hashable {
     public var installHasDflash: Bool?
     /// Set when `auto` found a DFlash2 drafter and left it off: show it verbatim.
     public var note: String?
+    /// The directory that was read, as an absolute path: the model name
+    /// resolved as the engine's open resolves it (a directory, or an installed
+    /// alias). Set by ``TurboSpark/resolveDrafter(modelDir:options:)``; nil in
+    /// a plan's ``PlanResult/drafter`` (the plan says it once, in
+    /// ``PlanResult/modelDir``) and in a choice made by hand.
+    public var modelDir: String?
 
     public init(drafter: SpeculativeDrafter, installHasMtpHead: Bool?, installHasDflash: Bool?,
-                note: String?) {
+                note: String?, modelDir: String? = nil) {
         self.drafter = drafter
         self.installHasMtpHead = installHasMtpHead
         self.installHasDflash = installHasDflash
         self.note = note
+        self.modelDir = modelDir
     }
 
     private enum CodingKeys: String, CodingKey {
-        case drafter, installHasMtpHead, installHasDflash, note
+        case drafter, installHasMtpHead, installHasDflash, note, modelDir
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -35,6 +42,8 @@ public struct DrafterChoice: Codable, Sendable, Hashable {
         try container.encode(installHasMtpHead, forKey: .installHasMtpHead)
         try container.encode(installHasDflash, forKey: .installHasDflash)
         try container.encode(note, forKey: .note)
+        // Only when known: the wire's choice has it as a string or not at all.
+        try container.encodeIfPresent(modelDir, forKey: .modelDir)
     }
 }
 
@@ -124,13 +133,18 @@ public struct PlanResult: Codable, Sendable, Hashable {
     /// Option keys the library does not use, in the order given (a host
     /// passes its whole open-options object).
     public var ignoredKeys: [String]
+    /// The directory that was read, as an absolute path: the model name
+    /// resolved as the engine's open resolves it (a directory, or an alias
+    /// recorded in the store's installed.json, or its default install path).
+    public var modelDir: String?
 
     public init(drafter: DrafterChoice, draftPolicies: DraftPolicies, speculation: SpeculationPlan,
-                ignoredKeys: [String] = []) {
+                ignoredKeys: [String] = [], modelDir: String? = nil) {
         self.drafter = drafter
         self.draftPolicies = draftPolicies
         self.speculation = speculation
         self.ignoredKeys = ignoredKeys
+        self.modelDir = modelDir
     }
 }
 

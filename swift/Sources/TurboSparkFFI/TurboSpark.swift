@@ -26,6 +26,9 @@ public enum TurboSpark {
 
     /// The whole decision for the install in `modelDir` (`tsffi_speculation_plan`):
     /// the drafter, the draft policies, and whether speculation will run.
+    /// `modelDir` is a directory or an installed alias, resolved as the
+    /// engine's open resolves it (``PlanResult/modelDir`` says which directory
+    /// was read).
     /// Throws ``TurboSparkError`` with status ``TurboSparkError/refused`` for a
     /// named block that cannot be served; its message is the one to show.
     public static func speculationPlan(modelDir: String, options: Options = .default)

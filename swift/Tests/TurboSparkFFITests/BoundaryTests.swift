@@ -133,8 +133,11 @@ import TurboSparkFFI
         #expect(nan?.message.hasPrefix(#"temperature: got "nan""#) == true)
 
         let zero = failure { try TurboSpark.resolveSpeculation(options: Options(speculation: .block(0))) }
-        #expect(zero?.status == TurboSparkError.refused)
-        #expect(zero?.message == Fixtures.refusalPrefix + "block 0 is outside allowed range 1..=15")
+        // Outside 1...15 is an invalid option, as the engine's parser says.
+        #expect(zero?.status == TurboSparkError.invalidArgument)
+        #expect(zero?.message == "speculation: got 0, a block outside the allowed range 1..=15 "
+                + "(0 proposes nothing); accepts \"auto\", \"off\" (any case), null, or a block "
+                + "in 1..=15 as a JSON integer or a string of ASCII digits")
 
         let huge = failure { try TurboSpark.resolveSpeculation(options: Options(speculation: .block(Int.max))) }
         #expect(huge?.status == TurboSparkError.invalidArgument)

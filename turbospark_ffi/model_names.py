@@ -1,0 +1,192 @@
+"""`model_dir` as every entry point takes it: one check of the argument, then
+the engine's own resolution of a model NAME into the directory it opens.
+
+The engine's open, its check tool and its server take "a path to a `.gturbo`
+directory OR an installed alias" and turn it into a directory one way, in
+this order (FACTS section 8):
+
+1. an existing DIRECTORY wins, whatever its name: a path that silently
+   resolved to an alias would run a different model than the one named;
+2. the store root is `$TURBOSPARK_HOME`, else `$HOME/.turbospark`, read from
+   the process environment at each resolution; with neither there is no
+   store (an empty value counts as unset here: an empty root would make the
+   working directory a store by accident);
+3. `<root>/installed.json`: the first TEXT row (`modality` absent or
+   "text", and `kind` not "image") whose `alias` is the name and whose
+   `path` is an existing directory. A missing or unparsable file is an empty
+   store, never an error;
+4. the first existing directory of `<root>/models/text/<name>.gturbo`,
+   `<root>/models/text/<name>.gturbo-vision`, `<root>/models/<name>.gturbo`,
+   `<root>/models/<name>.gturbo-vision`;
+5. otherwise the name itself, and reading it reports "no such install" as it
+   always did. Resolution never fails.
+
+The answer is an absolute path, so a result can say which directory it read.
+An absolute name that is a directory comes back exactly as given (no
+normalisation: `a/link/..` is not `a` when `link` is a symlink), which is
+also what lets the C warm path key on it (see tsffi_embed.c).
+
+The environment is read through `_getenv`, replaceable by `use_getenv`: inside
+the C library `os.environ` is a copy taken when the embedded interpreter
+started, and a host that sets `TURBOSPARK_HOME` after its first call must be
+honoured, so `_abi.bind` hands in a reader of the live C environment.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import InvalidArgument
+
+__all__ = ["check_model_dir", "resolve_model_name", "resolve_model_dir", "store_root",
+           "use_getenv", "INSTALLED_JSON", "DEFAULT_INSTALL_PATHS"]
+
+INSTALLED_JSON = "installed.json"
+# Relative to the store root, `{}` the name: the engine's default install
+# paths, in the order it tries them (the last two are its legacy layout).
+DEFAULT_INSTALL_PATHS = ("models/text/{}.gturbo", "models/text/{}.gturbo-vision",
+                         "models/{}.gturbo", "models/{}.gturbo-vision")
+
+_getenv = os.environ.get
+
+
+def use_getenv(getenv) -> None:
+    """Read the environment through `getenv(name) -> str | None` from now on."""
+    global _getenv
+    _getenv = getenv
+
+
+def check_model_dir(model_dir: str | bytes | os.PathLike) -> str:
+    """The `model_dir` argument as text, or InvalidArgument naming what is
+    wrong with it. The one check every entry point makes, C and Python alike:
+    bytes (what C passes) must be UTF-8, as must a str (a str carrying
+    undecodable bytes as surrogates is refused like those bytes); empty is
+    refused rather than read as the working directory; a NUL is refused (C
+    cannot pass one, and no path holds one)."""
+    raw = os.fspath(model_dir) if not isinstance(model_dir, (str, bytes)) else model_dir
+    if isinstance(raw, str):
+        try:
+            data = raw.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as exc:
+            raise InvalidArgument(
+                f"model_dir is not UTF-8 (a lone surrogate U+{ord(raw[exc.start]):04X} at "
+                f"offset {exc.start}); accepts UTF-8 text") from None
+    elif isinstance(raw, bytes):
+        data = raw
+    else:  # os.fspath returned something else (a broken __fspath__)
+        raise TypeError(f"model_dir must be a str, bytes or os.PathLike, got "
+                        f"{type(model_dir).__name__}")
+    if not data:
+        raise InvalidArgument("model_dir is empty; accepts the path of an install directory "
+                              "or an installed alias (an empty path is not read as the "
+                              "current directory)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(
+            f"model_dir is not UTF-8 (invalid byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); accepts UTF-8 text") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InvalidArgument(f"model_dir contains a NUL character (at offset {nul}); accepts "
+                              "a path or an alias without NUL characters")
+    return text
+
+
+def resolve_model_dir(model_dir: str | bytes | os.PathLike) -> str:
+    """`check_model_dir`, then `resolve_model_name`: the directory to read."""
+    return resolve_model_name(check_model_dir(model_dir))
+
+
+def _is_dir(path: str) -> bool:
+    return os.path.isdir(path)  # False on any error, as the engine's is_dir()
+
+
+def _absolute(path: str) -> str:
+    if path.startswith("/"):
+        return path
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed: keep the name as given
+        return path
+    while path.startswith("./"):
+        path = path[2:].lstrip("/")
+    if path in ("", "."):
+        return cwd
+    return os.path.join(cwd, path)
+
+
+def store_root() -> str | None:
+    """`$TURBOSPARK_HOME`, else `$HOME/.turbospark`, as they are now."""
+    home = _getenv("TURBOSPARK_HOME")
+    if home:
+        return home
+    home = _getenv("HOME")
+    if home:
+        return os.path.join(home, ".turbospark")
+    return None
+
+
+def resolve_model_name(name: str) -> str:
+    """The directory the engine would open for `name` (a checked model_dir),
+    as an absolute path. Never fails."""
+    if _is_dir(name):
+        return _absolute(name)
+    root = store_root()
+    if root is not None:
+        found = _recorded(root, name)
+        if found is None:
+            for pattern in DEFAULT_INSTALL_PATHS:
+                candidate = os.path.join(root, pattern.format(name))
+                if _is_dir(candidate):
+                    found = candidate
+                    break
+        if found is not None:
+            return _absolute(found)
+    return _absolute(name)
+
+
+def _recorded(root: str, name: str) -> str | None:
+    """The path of the first text row of `<root>/installed.json` recorded
+    under `name` whose path is an existing directory."""
+    rows = _installed_rows(os.path.join(root, INSTALLED_JSON))
+    for row in rows:
+        if row["alias"] != name:
+            continue
+        if row.get("kind") == "image" or row.get("modality", "text") not in ("text", None):
+            continue
+        if _is_dir(row["path"]):
+            return row["path"]
+    return None
+
+
+def _installed_rows(path: str) -> list:
+    """The rows of installed.json; [] for a missing or unparsable file.
+
+    Unparsable includes a file that is not a JSON array of objects each with
+    a string `alias` and `path` (and `kind` / `modality` strings or null when
+    present): the engine reads the file as one typed list, so a malformed row
+    makes the whole file unreadable, not just that row."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (OSError, ValueError):
+        return []
+    try:
+        from .wire import parse_json_document
+        rows = parse_json_document(data.decode("utf-8"), INSTALLED_JSON)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return []
+    if not isinstance(rows, list):
+        return []
+    for row in rows:
+        if not isinstance(row, dict):
+            return []
+        if not isinstance(row.get("alias"), str) or not isinstance(row.get("path"), str):
+            return []
+        for key in ("kind", "modality"):
+            if not isinstance(row.get(key), (str, type(None))):
+                return []
+        if "\x00" in row["path"]:
+            return []
+    return rows
