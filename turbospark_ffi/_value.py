@@ -9,18 +9,46 @@ hashing on the fields, a readable repr -- and this base gives exactly those.
 
 from __future__ import annotations
 
+# The C module behind `operator` (a builtin: importing `operator` itself
+# would also compile its pure-Python fallbacks on a cold start).
+from _operator import attrgetter
+
 __all__ = ["Value"]
 
 
 class Value:
     """Base of the package's frozen values: subclasses list their fields in
-    `__slots__` and assign them once, through `_init`."""
+    `__slots__` and assign them once, through `_init`. A subclass that only
+    narrows the type (`__slots__ = ()`) has its base's fields."""
 
     __slots__ = ()
+    # Per class: every field over the MRO, and one C getter for all of them
+    # (set by __init_subclass__). Equality and hashing read the fields on
+    # every memo lookup of a plan; a generator over `__slots__` cost about
+    # a third of a 51-item choices table (profiled).
+    _field_names: tuple[str, ...] = ()
+    _getter = staticmethod(lambda value: ())
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        names: list[str] = []
+        for klass in reversed(cls.__mro__):
+            for name in klass.__dict__.get("__slots__", ()):
+                if name != "__weakref__" and name not in names:
+                    names.append(name)
+        cls._field_names = tuple(names)
+        if len(names) > 1:
+            cls._getter = attrgetter(*names)
+        elif names:
+            only = attrgetter(names[0])
+            cls._getter = staticmethod(lambda value: (only(value),))
+        else:
+            cls._getter = staticmethod(lambda value: ())
 
     def _init(self, **fields: object) -> None:
+        setter = object.__setattr__
         for name, value in fields.items():
-            object.__setattr__(self, name, value)
+            setter(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable (tried to set {name!r})")
@@ -29,22 +57,22 @@ class Value:
         raise AttributeError(f"{type(self).__name__} is immutable (tried to delete {name!r})")
 
     def _fields(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.__slots__)
+        return self._getter(self)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._fields() == other._fields()
+        return self._getter(self) == other._getter(other)
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__,) + self._fields())
+        return hash((type(self).__name__,) + self._getter(self))
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._field_names)
         return f"{type(self).__name__}({inner})"
 
     def __reduce__(self):
-        return (_rebuild, (type(self), dict(zip(self.__slots__, self._fields()))))
+        return (_rebuild, (type(self), dict(zip(self._field_names, self._fields()))))
 
 
 def _rebuild(cls, fields):
