@@ -508,6 +508,8 @@ CHART_TITLES = {
 
 def render(table: Table) -> str:
     lines = []
+    # By row (stable): a row's figures may be measured in more than one pass.
+    table.rows.sort(key=lambda fig: fig["row"])
     head = f"{'':3}{'figure':<52}{'median':>11}  {'[min .. max]':<24}{'target':<12}result"
     lines.append(head)
     lines.append("-" * len(head))

@@ -112,16 +112,22 @@ def choices_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> Speculatio
     speculations = (Speculation.AUTO, Speculation.OFF,
                     *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
     drafters = (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)
-    temperature, blocker, ignored = (options.temperature, options.engine_blocker,
-                                     options.ignored_keys)
     picked_speculation, picked_drafter = options.speculation, options.drafter
+    # Each item's options: the host's, every field copied (whatever fields
+    # Options grows), with the item's two set. Copied field by field rather
+    # than through __init__: half the cost, 51 times a table.
+    names, values, setter = Options._field_names, options._fields(), object.__setattr__
     entries = []
     for speculation in speculations:
         picked = speculation == picked_speculation
         for drafter in drafters:
+            item_options = object.__new__(Options)
+            for name, value in zip(names, values):
+                setter(item_options, name, value)
+            setter(item_options, "speculation", speculation)
+            setter(item_options, "drafter", drafter)
             try:
-                plan = plan_for_snapshot(snap, Options(speculation, drafter, temperature,
-                                                       blocker, ignored))
+                plan = plan_for_snapshot(snap, item_options)
                 refusal = None
             except SpeculationRefused as exc:
                 plan, refusal = None, str(exc)
@@ -131,7 +137,7 @@ def choices_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> Speculatio
     # three-state answer every plan above carries.
     choice = choice_for_snapshot(snap, SpeculativeDrafter.AUTO)
     return SpeculationChoices(snap.model_dir, choice.install_has_mtp_head,
-                              choice.install_has_dflash, tuple(entries), ignored)
+                              choice.install_has_dflash, tuple(entries), options.ignored_keys)
 
 
 def speculation_choices(model_dir: str | os.PathLike,
