@@ -93,6 +93,23 @@ class SpeculationChoices(Value):
                    ignored_keys=ignored_keys)
 
 
+_TABLE_SPECULATIONS: tuple[Speculation, ...] | None = None
+
+
+def _choice_item(speculation: Speculation, drafter: SpeculativeDrafter, plan: PlanResult | None,
+                 refusal: str | None, selected: bool) -> SpeculationChoice:
+    """`SpeculationChoice(...)` without the keyword packing of `_init`: 51
+    a table."""
+    item = object.__new__(SpeculationChoice)
+    setter = object.__setattr__
+    setter(item, "speculation", speculation)
+    setter(item, "drafter", drafter)
+    setter(item, "plan", plan)
+    setter(item, "refusal", refusal)
+    setter(item, "selected", selected)
+    return item
+
+
 def choices_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> SpeculationChoices:
     """`plan_for_snapshot` for every item of the two pickers: speculation
     "auto", "off", 1..15 (outer) by drafter "auto", "mtp", "dflash" (inner),
@@ -109,18 +126,36 @@ def choices_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> Speculatio
         raise InvalidArgument(
             f"speculation: got {options.speculation.n}, which is not a block (blocks are "
             f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {SPECULATION_ACCEPTS}")
-    speculations = (Speculation.AUTO, Speculation.OFF,
-                    *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
+    global _TABLE_SPECULATIONS
+    speculations = _TABLE_SPECULATIONS
+    if speculations is None:  # made on the first table, not at import (cold start)
+        speculations = _TABLE_SPECULATIONS = (
+            Speculation.AUTO, Speculation.OFF, *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
     drafters = (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)
     picked_speculation, picked_drafter = options.speculation, options.drafter
     # Each item's options: the host's, every field copied (whatever fields
     # Options grows), with the item's two set. Copied field by field rather
     # than through __init__: half the cost, 51 times a table.
     names, values, setter = Options._field_names, options._fields(), object.__setattr__
+    # plan_for_snapshot reads the requested drafter only through its first
+    # step, choice_for_snapshot: a drafter whose choice equals an earlier
+    # column's (auto resolving to mtp without a note, on most installs) gets
+    # that column's answers, a third of the table's decisions. Every item is
+    # still checked against the plan call itself (tests/test_choices.py).
+    resolved = [choice_for_snapshot(snap, drafter) for drafter in drafters]
+    same_as = [next((j for j in range(i) if resolved[j] == resolved[i]), None)
+               for i in range(len(drafters))]
     entries = []
     for speculation in speculations:
         picked = speculation == picked_speculation
-        for drafter in drafters:
+        row = len(entries)
+        for column, drafter in enumerate(drafters):
+            earlier = same_as[column]
+            if earlier is not None:
+                twin = entries[row + earlier]
+                entries.append(_choice_item(speculation, drafter, twin.plan, twin.refusal,
+                                            picked and drafter is picked_drafter))
+                continue
             item_options = object.__new__(Options)
             for name, value in zip(names, values):
                 setter(item_options, name, value)
@@ -131,8 +166,8 @@ def choices_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> Speculatio
                 refusal = None
             except SpeculationRefused as exc:
                 plan, refusal = None, str(exc)
-            entries.append(SpeculationChoice(speculation, drafter, plan, refusal,
-                                             picked and drafter is picked_drafter))
+            entries.append(_choice_item(speculation, drafter, plan, refusal,
+                                        picked and drafter is picked_drafter))
     # The install's flags as the drafter choice reads them: the same
     # three-state answer every plan above carries.
     choice = choice_for_snapshot(snap, SpeculativeDrafter.AUTO)
