@@ -239,6 +239,8 @@ def write_installs(cfg: dict, rows: set[int]) -> dict:
     d866 = spec_for_entries(866)
     if rows & {1, 2, 5, 6}:
         plan["g1"] = {"866": with_copies("dense866", cfg["g1"]["fresh"], **d866)}
+        # Unseen copies for first choices tables, written like the plans' own.
+        plan["g1_tables"] = with_copies("dense866_tables", cfg["g1"]["fresh"], **d866)["fresh"]
     if 3 in rows:
         plan["g3"] = {str(n): with_copies(f"entries{n}", cfg["g3"]["fresh"][n],
                                           **spec_for_entries(n)) for n in SIZES}
@@ -304,8 +306,13 @@ def host_warm_ns(model_dir: Path, n: int) -> float:
     return float(r.stdout.split()[0])
 
 
-def host_fresh_ns(warm_dir: Path, dirs: list[Path]) -> list[float]:
-    r = run_checked([str(BIN / "tsffi_host"), "fresh", str(warm_dir), *map(str, dirs),
+def host_warm_choices_ns(model_dir: Path, n: int) -> float:
+    r = run_checked([str(BIN / "tsffi_host"), "warm-choices", str(model_dir), str(n), OPTIONS])
+    return float(r.stdout.split()[0])
+
+
+def host_fresh_ns(warm_dir: Path, dirs: list[Path], mode: str = "fresh") -> list[float]:
+    r = run_checked([str(BIN / "tsffi_host"), mode, str(warm_dir), *map(str, dirs),
                      "-o", OPTIONS])
     values = [float(x) for x in r.stdout.split()]
     if len(values) != len(dirs):
@@ -359,6 +366,35 @@ def measure_group(group: dict, reps: int, procs: int, cfg: dict, warm_dir: Path,
                 res[name]["first"].extend(got)
                 res[name]["first_by_proc"].append(statistics.median(got))
                 res[name]["native_for_proc"].append(nat)
+    return res
+
+
+def measure_choices(warm_dir: Path, table_dirs: list[Path], plan_dirs: list[Path], reps: int,
+                    procs: int, warm_calls: int) -> dict:
+    """Choices tables beside plans: per repetition a warm table and a warm
+    plan back to back (order alternated); in the first `procs` repetitions
+    one fresh host process making first tables of unseen copies and one
+    making first plans of as many other unseen copies."""
+    res = {"warm_table": [], "warm_plan": [], "first_table": [], "first_plan": [],
+           "first_table_by_proc": [], "first_plan_by_proc": []}
+    calls = max(200, warm_calls // 4)  # a table copies ~17 KB a call
+    for r in range(reps):
+        steps = ["table", "plan"] if r % 2 == 0 else ["plan", "table"]
+        for step in steps:
+            if step == "table":
+                res["warm_table"].append(host_warm_choices_ns(warm_dir, calls))
+            else:
+                res["warm_plan"].append(host_warm_ns(warm_dir, calls))
+        if r < procs:
+            for step in steps:
+                if step == "table":
+                    got = host_fresh_ns(warm_dir, table_dirs, "fresh-choices")
+                    res["first_table"].extend(got)
+                    res["first_table_by_proc"].append(statistics.median(got))
+                else:
+                    got = host_fresh_ns(warm_dir, plan_dirs)
+                    res["first_plan"].extend(got)
+                    res["first_plan_by_proc"].append(statistics.median(got))
     return res
 
 
@@ -447,8 +483,10 @@ def fmt_value(v: float, unit: str) -> str:
 
 
 ROW_TITLES = {
-    1: "warm tsffi_speculation_plan, C host, 866 entries, beside native_plan",
-    2: "first plan of an unseen 866-entry install (runtime warmed on another)",
+    1: "warm tsffi_speculation_plan, C host, 866 entries, beside native_plan; "
+       "warm choices table",
+    2: "first plan of an unseen 866-entry install (runtime warmed on another); "
+       "first table",
     3: "scaling with index entries (first plan = unseen install; warm)",
     4: "file-size independence: ~150 KB vs 14 GB sparse model_weights.bin (866 entries)",
     5: "cold start: exec to first answer, real library vs trivial cffi floor",
@@ -470,6 +508,8 @@ CHART_TITLES = {
 
 def render(table: Table) -> str:
     lines = []
+    # By row (stable): a row's figures may be measured in more than one pass.
+    table.rows.sort(key=lambda fig: fig["row"])
     head = f"{'':3}{'figure':<52}{'median':>11}  {'[min .. max]':<24}{'target':<12}result"
     lines.append(head)
     lines.append("-" * len(head))
@@ -683,6 +723,25 @@ def main(argv: list[str] | None = None) -> int:
             table.add(2, "ratio first / native", ratios(res["first_by_proc"],
                                                         res["native_for_proc"]), "x",
                       kind="ratio")
+        # Beside the plan rows: the settings pane's table (51 plans), warm and
+        # first, each against a plan measured back to back with it.
+        tab = measure_choices(warm_dir, inst["g1_tables"], inst["g1"]["866"]["fresh"],
+                              g["reps"], g["procs"] if 2 in rows else 0, cfg["warm_calls"])
+        raw["g1_choices"] = tab
+        if 1 in rows:
+            table.add(1, "warm choices table (51 items) through the C ABI", tab["warm_table"],
+                      "ns")
+            table.add(1, "warm plan, measured beside it", tab["warm_plan"], "ns")
+            r = ratios(tab["warm_table"], tab["warm_plan"])
+            table.add(1, "ratio warm table / warm plan", r, "x", "<= 5.0x",
+                      statistics.median(r) <= 5.0, kind="ratio")
+        if 2 in rows:
+            table.add(2, f"first choices table ({len(tab['first_table'])} tables)",
+                      tab["first_table"], "ns")
+            table.add(2, "first plan, measured beside it", tab["first_plan"], "ns")
+            r = ratios(tab["first_table_by_proc"], tab["first_plan_by_proc"])
+            table.add(2, "ratio first table / first plan", r, "x", "<= 2.0x",
+                      statistics.median(r) <= 2.0, kind="ratio")
 
     if 3 in rows:
         table.mark_row(3)

@@ -12,6 +12,11 @@
  *                                           once for MILLIS ms; prints
  *                                           "<total calls> <elapsed ns>"
  *   tsffi_host show   DIR [OPTIONS]            prints the plan JSON (sanity check)
+ *   tsffi_host warm-choices DIR N [OPTIONS]    as warm, with tsffi_speculation_choices
+ *   tsffi_host fresh-choices WARMDIR DIR... [-o OPTS]
+ *                                           as fresh, with tables: warmed with
+ *                                           tables on WARMDIR, then each DIR's
+ *                                           first call a choices table
  *
  * Every call's status is checked: a benchmark of failing calls is worthless.
  */
@@ -48,31 +53,41 @@ static void plan_once(const char *dir, const char *opts) {
     tsffi_string_free(out);
 }
 
-static int mode_warm(const char *dir, long n, const char *opts) {
+static void choices_once(const char *dir, const char *opts) {
+    char *out = NULL;
+    int32_t status = tsffi_speculation_choices(dir, opts, &out);
+    if (status != TSFFI_OK)
+        die_status("tsffi_speculation_choices", dir, status);
+    tsffi_string_free(out);
+}
+
+static int mode_warm(const char *dir, long n, const char *opts,
+                     void (*call)(const char *, const char *)) {
     long i;
     uint64_t a, b;
     for (i = 0; i < 200; i++)
-        plan_once(dir, opts);
+        call(dir, opts);
     a = now_ns();
     for (i = 0; i < n; i++)
-        plan_once(dir, opts);
+        call(dir, opts);
     b = now_ns();
     printf("%.1f\n", (double)(b - a) / (double)n);
     return 0;
 }
 
-static int mode_fresh(int argc, char **argv) {
+static int mode_fresh(int argc, char **argv, void (*call)(const char *, const char *)) {
     const char *opts = DEFAULT_OPTIONS;
     int i, last = argc;
     if (argc >= 2 && strcmp(argv[argc - 2], "-o") == 0) {
         opts = argv[argc - 1];
         last = argc - 2;
     }
+    /* Warmed with the call it then times, as a host that has made it before. */
     for (i = 0; i < 50; i++)
-        plan_once(argv[0], opts);
+        call(argv[0], opts);
     for (i = 1; i < last; i++) {
         uint64_t a = now_ns();
-        plan_once(argv[i], opts);
+        call(argv[i], opts);
         printf("%llu\n", (unsigned long long)(now_ns() - a));
     }
     return 0;
@@ -151,9 +166,15 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (argc >= 4 && strcmp(argv[1], "warm") == 0)
-        return mode_warm(argv[2], atol(argv[3]), argc >= 5 ? argv[4] : DEFAULT_OPTIONS);
+        return mode_warm(argv[2], atol(argv[3]), argc >= 5 ? argv[4] : DEFAULT_OPTIONS,
+                         plan_once);
+    if (argc >= 4 && strcmp(argv[1], "warm-choices") == 0)
+        return mode_warm(argv[2], atol(argv[3]), argc >= 5 ? argv[4] : DEFAULT_OPTIONS,
+                         choices_once);
     if (argc >= 4 && strcmp(argv[1], "fresh") == 0)
-        return mode_fresh(argc - 2, argv + 2);
+        return mode_fresh(argc - 2, argv + 2, plan_once);
+    if (argc >= 4 && strcmp(argv[1], "fresh-choices") == 0)
+        return mode_fresh(argc - 2, argv + 2, choices_once);
     if (argc >= 5 && strcmp(argv[1], "threads") == 0)
         return mode_threads(argv[2], atoi(argv[3]), atol(argv[4]),
                             argc >= 6 ? argv[5] : DEFAULT_OPTIONS);
@@ -161,6 +182,7 @@ int main(int argc, char **argv) {
         return mode_show(argv[2], argc >= 4 ? argv[3] : DEFAULT_OPTIONS);
     fprintf(stderr,
             "usage: tsffi_host warm DIR N [OPTS] | fresh WARMDIR DIR... [-o OPTS] |\n"
-            "       threads DIR T MILLIS [OPTS] | show DIR [OPTS]\n");
+            "       threads DIR T MILLIS [OPTS] | show DIR [OPTS] |\n"
+            "       warm-choices DIR N [OPTS] | fresh-choices WARMDIR DIR... [-o OPTS]\n");
     return 2;
 }

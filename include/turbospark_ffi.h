@@ -245,6 +245,42 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
                                    const char *TSFFI_NULLABLE options_json,
                                    char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
+/* Every item of a settings pane's two pickers for the install in model_dir,
+ * in one call: what tsffi_speculation_plan answers for each combination of
+ * "speculation" ("auto", "off", 1, 2, ..., 15: the outer order) and
+ * "speculativeDrafter" ("auto", "mtp", "dflash": the inner order), 51 items,
+ * with the other keys of options_json ("temperature", "engineBlocker", and
+ * the ignored ones) held as given. The index is read once for the table.
+ *
+ * options_json: as tsffi_speculation_plan; its own "speculation" and
+ *   "speculativeDrafter" (absent or null = "auto") only choose which item is
+ *   "selected", and are validated as that call validates them, so options a
+ *   plan call would refuse as invalid make this call invalid too. A block
+ *   outside 1..15 there is TSFFI_ERR_INVALID_ARGUMENT (no item has it).
+ * On TSFFI_OK, *out_json is
+ *   {"modelDir": string,
+ *    "install": {"installHasMtpHead": bool | null, "installHasDflash": bool | null},
+ *    "choices": [{"speculation": "auto" | "off" | n,
+ *                 "speculativeDrafter": "auto" | "mtp" | "dflash",
+ *                 "status": 0 | 2, "plan": {...} | null, "error": string | null,
+ *                 "selected": bool}, ... 51 items],
+ *    "ignoredKeys": [string, ...]}
+ *   Each item's "status" and "plan" are exactly what tsffi_speculation_plan
+ *   returns for options_json with that item's two keys (the plan object byte
+ *   for byte; null when the status is TSFFI_ERR_REFUSED), and "error" is
+ *   exactly the last error that call leaves (the refusal to show, verbatim;
+ *   null on TSFFI_OK). A refused item is not a failure of this call. The
+ *   install flags are null when the index could not be read (unknown).
+ * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT (NULL model_dir or out_json, an
+ * empty or non-UTF-8 model_dir, a bad option, a block outside 1..15);
+ * TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
+ * Warm, like tsffi_speculation_plan: a repeated call on an unchanged install
+ * costs two stat() calls and a copy of the table, and any change to the
+ * install's files is seen on the next call. */
+TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
+                                      const char *TSFFI_NULLABLE options_json,
+                                      char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+
 /* Describe what the install's files say, so a GUI can show why an answer is
  * "unknown". model_dir: an install directory or an installed alias (MODEL
  * NAMES above). *out_json: {"modelDir" (the directory read, an absolute

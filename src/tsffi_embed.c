@@ -36,6 +36,7 @@
 #define TSFFI__FN_RESOLVE_SPECULATION 3
 #define TSFFI__FN_SPECULATION_PLAN 4
 #define TSFFI__FN_INSTALL_INFO 5
+#define TSFFI__FN_SPECULATION_CHOICES 6
 
 /* extern "Python" functions, defined by cffi from the cdef; forward. */
 static int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, char **out);
@@ -239,7 +240,7 @@ static int tsffi_keyable_name(const char *model_dir) {
  * two files: the ones the warm path may answer. */
 static int tsffi_reads_install(int32_t fn) {
     return fn == TSFFI__FN_RESOLVE_DRAFTER || fn == TSFFI__FN_SPECULATION_PLAN ||
-           fn == TSFFI__FN_INSTALL_INFO;
+           fn == TSFFI__FN_INSTALL_INFO || fn == TSFFI__FN_SPECULATION_CHOICES;
 }
 
 /* 1 and *out set when a remembered answer is still valid, else 0. */
@@ -791,6 +792,12 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *model_dir, const char *opti
                                    char **out_json) {
     return tsffi_entry(TSFFI__FN_SPECULATION_PLAN, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
                     options_json, out_json);
+}
+
+TSFFI_API int32_t tsffi_speculation_choices(const char *model_dir, const char *options_json,
+                                         char **out_json) {
+    return tsffi_entry(TSFFI__FN_SPECULATION_CHOICES, model_dir, "model_dir", TSFFI_DIR_ACCEPTS,
+                    model_dir, options_json, out_json);
 }
 
 TSFFI_API int32_t tsffi_install_info_json(const char *model_dir, char **out_json) {

@@ -141,7 +141,7 @@ def verify_installs(paths: dict[str, Path]) -> None:
 # Cases.
 
 FUNCTIONS = ("build_info", "resolve_drafter", "draft_policies", "resolve_speculation",
-             "speculation_plan", "install_info")
+             "speculation_plan", "install_info", "speculation_choices")
 # Which argument slots each function takes: "dir" (model_dir), "choice", "options".
 SIGNATURES = {
     "build_info": (),
@@ -150,6 +150,7 @@ SIGNATURES = {
     "resolve_speculation": ("options",),
     "speculation_plan": ("dir", "options"),
     "install_info": ("dir",),
+    "speculation_choices": ("dir", "options"),
 }
 NULL = None
 UNSET = object()
@@ -640,6 +641,53 @@ CASES: list[Case] = [
          model_dir=b"/\xfe", message=Has("model_dir", "UTF-8")),
     Case("info-null-out", "install_info", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
          null_out=True, message=Has("out_json")),
+
+    # ----- tsffi_speculation_choices (every item against the plan call: test_choices.py)
+    Case("choices-mtp", "speculation_choices", "TSFFI_OK", install="mtp", options=b"{}",
+         json=Subset(modelDir=Has("mtp"),
+                     install={"installHasMtpHead": True, "installHasDflash": False},
+                     ignoredKeys=[])),
+    Case("choices-null-options", "speculation_choices", "TSFFI_OK", install="dflash",
+         options=NULL,
+         json=Subset(install={"installHasMtpHead": False, "installHasDflash": True})),
+    Case("choices-unreadable-unknown", "speculation_choices", "TSFFI_OK", install="unreadable",
+         options=b"{}", json=Subset(install={"installHasMtpHead": None,
+                                             "installHasDflash": None})),
+    Case("choices-missing-unknown", "speculation_choices", "TSFFI_OK", install="missing",
+         options=b"{}", json=Subset(install={"installHasMtpHead": None,
+                                             "installHasDflash": None})),
+    Case("choices-ignored-keys", "speculation_choices", "TSFFI_OK", install="both",
+         options=_j({"contextLength": 4096, "kvCache": {"bits": 8}}),
+         json=Subset(ignoredKeys=["contextLength", "kvCache"])),
+    # A refused selection is not a failure: the table holds the refusal.
+    Case("choices-selected-refused-item", "speculation_choices", "TSFFI_OK", install="none",
+         options=_j({"speculation": 2}), json=Subset(ignoredKeys=[])),
+    Case("choices-block-16", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="mtp", options=_j({"speculation": 16}),
+         message=Has("speculation", "16", "1..=15", '"auto"', '"off"')),
+    Case("choices-block-0", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="mtp", options=_j({"speculation": "0"}),
+         message=Has("speculation", "0", "1..=15")),
+    Case("choices-bad-drafter", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="mtp", options=_j({"speculativeDrafter": "eagle"}),
+         message=Has("speculativeDrafter", '"eagle"', '"auto"', '"mtp"', '"dflash"')),
+    Case("choices-bad-temperature", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="mtp", options=_j({"temperature": -1}), message=Has("temperature", "-1")),
+    Case("choices-near-miss", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="mtp", options=_j({"speculativ": 2}),
+         message=Has('"speculativ"', '"speculation"')),
+    Case("choices-json", "speculation_choices", "TSFFI_ERR_JSON", install="mtp", options=b"{",
+         message=Has("options_json")),
+    Case("choices-json-not-object", "speculation_choices", "TSFFI_ERR_JSON", install="mtp",
+         options=b"[]", message=Has("options_json", "object")),
+    Case("choices-null-dir", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         model_dir=NULL, options=b"{}", message=Has("model_dir")),
+    Case("choices-empty-dir", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         model_dir=b"", options=b"{}", message=Has("model_dir", "empty")),
+    Case("choices-non-utf8-dir", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         model_dir=b"/tmp/\xffm", message=Has("model_dir", "UTF-8")),
+    Case("choices-null-out", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="mtp", null_out=True, message=Has("out_json")),
 ]
 
 assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
@@ -895,5 +943,6 @@ def runtime_calls(paths: dict[str, Path]) -> list[Call]:
             Call("draft_policies", [choice, b"{}"]),
             Call("resolve_speculation", [b"{}"]),
             Call("speculation_plan", [d, b"{}"]),
-            Call("install_info", [d])]
+            Call("install_info", [d]),
+            Call("speculation_choices", [d, b"{}"])]
     return once + once

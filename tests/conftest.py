@@ -114,7 +114,8 @@ def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tsffi_last_error.argtypes = [c.POINTER(c.c_char), c.c_size_t]
     lib.tsffi_last_error.restype = c.c_size_t
     lib.tsffi_string_free.argtypes, lib.tsffi_string_free.restype = [c.c_void_p], None
-    for name in ("tsffi_resolve_drafter", "tsffi_draft_policies", "tsffi_speculation_plan"):
+    for name in ("tsffi_resolve_drafter", "tsffi_draft_policies", "tsffi_speculation_plan",
+                 "tsffi_speculation_choices"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [c.c_char_p, c.c_char_p, OUT], c.c_int32
     lib.tsffi_resolve_speculation.argtypes = [c.c_char_p, OUT]

@@ -265,7 +265,8 @@ def test_last_error_semantics(hosts, installs):
         "replaced mentions_options_json=1 mentions_block=0",
     ]
     for fn in ("tsffi_build_info_json", "tsffi_resolve_drafter", "tsffi_draft_policies",
-               "tsffi_resolve_speculation", "tsffi_speculation_plan", "tsffi_install_info_json"):
+               "tsffi_resolve_speculation", "tsffi_speculation_plan", "tsffi_install_info_json",
+               "tsffi_speculation_choices"):
         expected.append(f"cleared by {fn}: status=0 before={L} after=0")
     expected.append("null out status=1 mentions_out_json=1 mentions_block=0")
     expected.append(f"utf8 status=2 len={U}")

@@ -112,6 +112,8 @@ class Abi:
         out = ctypes.POINTER(ctypes.c_void_p)
         lib.tsffi_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out]
         lib.tsffi_speculation_plan.restype = ctypes.c_int32
+        lib.tsffi_speculation_choices.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out]
+        lib.tsffi_speculation_choices.restype = ctypes.c_int32
         lib.tsffi_install_info_json.argtypes = [ctypes.c_char_p, out]
         lib.tsffi_install_info_json.restype = ctypes.c_int32
         lib.tsffi_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -134,6 +136,12 @@ class Abi:
         ptr = ctypes.c_void_p()
         status = self.lib.tsffi_speculation_plan(os.fsencode(str(model_dir)),
                                               options.encode("utf-8"), ctypes.byref(ptr))
+        return self._take(status, ptr)
+
+    def choices(self, model_dir, options: str):
+        ptr = ctypes.c_void_p()
+        status = self.lib.tsffi_speculation_choices(os.fsencode(str(model_dir)),
+                                                    options.encode("utf-8"), ctypes.byref(ptr))
         return self._take(status, ptr)
 
     def info(self, model_dir):
@@ -634,6 +642,131 @@ def test_plan_block_as_string_is_the_block_as_integer(installs, abi):
 
 
 # ---------------------------------------------------------------------------
+# choices: the grid, and --json exactly tsffi_speculation_choices
+
+CHOICES_FLAGS = [
+    [],
+    ["--temperature", "0.7"],
+    ["--temperature", "0"],
+    ["--engine-blocker", "a vision tower is active"],
+    ["--no-engine-blocker"],
+]
+
+
+@pytest.mark.parametrize("name", ["none", "mtp", "dflash", "both", "moe", "short_header",
+                                  "missing"])
+@pytest.mark.parametrize("flags", CHOICES_FLAGS, ids=lambda f: " ".join(f) or "defaults")
+def test_choices_json_is_the_c_abi(installs, abi, name, flags):
+    r = run("choices", installs[name], *flags, "--json")
+    status, text, error = abi.choices(installs[name], flags_to_options(flags))
+    assert (status, error) == (0, "")
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout == text + "\n"
+
+
+NO_HEAD_TEXT = ("this install carries no multi-token-prediction head (mtp.fc.weight is not "
+                "in the resident index); stream an install that adds the official "
+                "checkpoint's last shard")
+
+CHOICES_DFLASH = """\
+install  {dir}
+options  {{}}
+         (held for every item; each cell is tsffi_speculation_plan with that
+         row's speculation and that column's speculativeDrafter added)
+carries  an MTP head: no; a DFlash2 drafter: yes
+
+speculation  (rows) x speculativeDrafter (columns)
+        auto                    mtp                     dflash
+auto    off: DFlash2 opt-in [1] off: no MTP head [2]    on 2 (dflash)
+off     off                     off                     off
+{blocks}
+[1]  this install carries a DFlash2 drafter, which auto leaves OFF: measured
+     0.90x throughput on prose against 1.33-1.47x on code and math, and +17.4%
+     J/token, so it is opt-in. Select the dflash drafter to use it
+     (--speculative-drafter dflash, or speculativeDrafter "dflash" on the C
+     ABI)
+[2]  this install carries no multi-token-prediction head (mtp.fc.weight is not
+     in the resident index); stream an install that adds the official
+     checkpoint's last shard
+refused: the plan call fails (status 2) with "--speculative was asked for but
+cannot be served: " followed by the numbered text, verbatim
+"""
+
+
+def test_choices_grid_dflash_only(installs):
+    r = run("choices", installs["dflash"])
+    assert r.returncode == 0 and r.stderr == ""
+    blocks = "\n".join(f"{n:<8}refused [1]             refused [2]             on {n} (dflash)"
+                       for n in range(1, 16))
+    assert r.stdout == CHOICES_DFLASH.format(dir=installs["dflash"], blocks=blocks + "\n")
+
+
+@pytest.mark.parametrize("name,flags,rows", [
+    ("mtp", [], {"auto": ["on 2 (mtp)", "on 2 (mtp)", "off: no DFlash2 [1]"],
+                 "off": ["off", "off", "off"],
+                 "3": ["on 3 (mtp)", "on 3 (mtp)", "refused [1]"]}),
+    ("both", ["--temperature", "0.7"], {
+        "auto": ["on 2 (mtp)", "on 2 (mtp)", "off: sampled [1]"],
+        "15": ["on 15 (mtp)", "on 15 (mtp)", "refused [1]"]}),
+    ("moe", [], {"auto": ["off: MoE [1]"] * 3, "1": ["refused [1]"] * 3}),
+    ("short_header", [], {"auto": ["off: bad index [1]"] * 3, "2": ["refused [1]"] * 3}),
+    ("missing", [], {"auto": ["off: bad index [1]"] * 3}),
+    ("mtp", ["--engine-blocker", "a vision tower is active"],
+     {"auto": ["off: engine [1]"] * 3, "off": ["off"] * 3, "9": ["refused [1]"] * 3}),
+    ("none", ["--no-engine-blocker"], {"auto": ["on 2 (mtp)", "on 2 (mtp)", "on 2 (dflash)"],
+                                       "4": ["on 4 (mtp)", "on 4 (mtp)", "on 4 (dflash)"]}),
+])
+def test_choices_grid_cells(installs, name, flags, rows):
+    import re
+    r = run("choices", installs[name], *flags)
+    assert r.returncode == 0 and r.stderr == ""
+    grid = {}
+    for line in r.stdout.splitlines():
+        parts = re.split(r" {2,}", line.strip())
+        if parts and (parts[0] in ("auto", "off") or parts[0].isdigit()) and len(parts) == 4:
+            grid[parts[0]] = parts[1:]
+    assert list(grid) == ["auto", "off", *map(str, range(1, 16))]
+    for row, cells in rows.items():
+        assert grid[row] == cells, row
+
+
+def test_choices_lists_each_text_once(installs):
+    out = run("choices", installs["none"]).stdout
+    assert squash(out).count(NO_HEAD_TEXT) == 1
+    assert "[1]  " + NO_HEAD_TEXT[:60] in out
+    assert out.count("[3]") == 0 and out.count("[2]  ") == 1
+
+
+def test_choices_long_engine_blocker_fits_80_columns(installs):
+    reason = "the engine says " + "no " * 80
+    r = run("choices", installs["mtp"], "--engine-blocker", reason)  # run() checks 80 columns
+    assert r.returncode == 0
+    assert squash(reason) in squash(r.stdout)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--temperature", "-1"],
+     "turbospark-ffi choices: --temperature (option key temperature): got -1.0; accepts a "
+     "finite number >= 0, or null\n"),
+    (["--engine-blocker", ""],
+     "turbospark-ffi choices: --engine-blocker (option key engineBlocker): got \"\"; accepts "
+     "a non-empty string without NUL characters (the engine's reason), or null (the engine "
+     "reported none)\n"),
+])
+def test_choices_invalid_flags(installs, abi, flags, message):
+    r = run("choices", installs["mtp"], *flags)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == message
+    assert abi.choices(installs["mtp"], flags_to_options(flags))[0] == 1
+
+
+def test_choices_invalid_dir(abi):
+    r = run("choices", "")
+    assert r.returncode == 1
+    assert r.stderr.startswith("turbospark-ffi choices: model_dir is empty")
+
+
+# ---------------------------------------------------------------------------
 # Colour, 80 columns, --help
 
 def test_no_colour_when_not_a_terminal(installs):
@@ -678,7 +811,9 @@ def test_long_paths_and_reasons_fit_80_columns(tmp_path, abi):
 
 
 @pytest.mark.parametrize("command,expect", [
-    ([], ["config", "inspect", "plan", "make-install", "NO_COLOR"]),
+    ([], ["config", "inspect", "plan", "choices", "make-install", "NO_COLOR"]),
+    (["choices"], ["DIR", "--temperature", "--engine-blocker", "--no-engine-blocker", "--json",
+                   "tsffi_speculation_choices", "refused [n]"]),
     (["config"], ["--cflags", "--libs", "--pkg-config-dir"]),
     (["inspect"], ["DIR", "--json", "tsffi_install_info_json"]),
     (["plan"], ["--speculation", "--speculative-drafter", "--temperature", "--engine-blocker",

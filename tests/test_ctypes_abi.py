@@ -262,13 +262,14 @@ def test_last_error_left_by_abi_version_string_free_and_last_error(lib):
 
 
 @pytest.mark.parametrize("fn", ["build_info", "resolve_drafter", "draft_policies",
-                                "resolve_speculation", "speculation_plan", "install_info"])
+                                "resolve_speculation", "speculation_plan", "install_info",
+                                "speculation_choices"])
 def test_every_status_call_clears_the_last_error(fn, lib, installs):
     d = os.fsencode(installs["mtp"])
     args = {"build_info": [], "resolve_drafter": [d, None],
             "draft_policies": [json.dumps(abi_cases.CHOICE_MTP).encode(), b""],
             "resolve_speculation": [None], "speculation_plan": [d, b"{}"],
-            "install_info": [d]}[fn]
+            "install_info": [d], "speculation_choices": [d, b"{}"]}[fn]
     _fail(lib)
     assert lib.tsffi_last_error(None, 0) > 0
     outcome = invoke(lib, Call(fn, args), None, prime=False)

@@ -47,8 +47,9 @@ def readme_blocks(text: str) -> list[tuple[str | None, str, str, int]]:
                 j += 1
             before = lines[start - 1] if start > 0 else ""
             marker = re.fullmatch(r"<!-- readme-test: ([a-z0-9-]+) -->", before)
-            blocks.append((marker.group(1) if marker else None, m.group(1),
-                           "\n".join(lines[start + 1:j]) + "\n", start + 1))
+            skipped = re.fullmatch(r"<!-- readme-test-skip: (.+) -->", before)
+            name = marker.group(1) if marker else ("skip" if skipped else None)
+            blocks.append((name, m.group(1), "\n".join(lines[start + 1:j]) + "\n", start + 1))
             i = j + 1
         else:
             i += 1
@@ -60,11 +61,15 @@ BY_NAME = {name: body for name, _, body, _ in BLOCKS if name}
 
 
 def test_every_recipe_block_is_run_here():
+    """Every block is run here, but for illustrations that cannot run on
+    this platform (`readme-test-skip: why`), which a shell or C block never
+    is."""
     unmarked = [f"line {line}: ```{lang}" for name, lang, _, line in BLOCKS
                 if lang in RUNNABLE and name is None]
     assert unmarked == [], "README blocks nobody runs (add a readme-test marker and a runner)"
-    names = [name for name, *_ in BLOCKS if name]
-    assert sorted(names) == sorted(RUNNERS), "markers and runners must match one to one"
+    assert not [line for name, lang, _, line in BLOCKS if name == "skip" and lang in ("sh", "c")]
+    names = [name for name, *_ in BLOCKS if name and name != "skip"]
+    assert sorted(names) == sorted(RUNNERS), "markers and runners must match one to one""
 
 
 def run_block(body: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
@@ -120,6 +125,17 @@ def run_c_build(workdir, user_env, pip_installed, **_):
     out = run_block(BY_NAME["c-build"], workdir, user_env).stdout
     assert NOTE_IN_JSON in out
     assert f"-I{pip_installed.site / 'turbospark_ffi' / 'include'}" in out
+
+
+def run_c_choices(workdir, user_env, pip_installed, **_):
+    """The settings-pane C block: compiled strictly with the installed
+    command's flags, run on the DFlash2-only sample: 51 items."""
+    (workdir / "choices.c").write_text(BY_NAME["c-choices"])
+    out = run_block('cc -std=c99 -Wall -Wextra -Werror -pedantic -o choices choices.c '
+                    '$(turbospark-ffi config --cflags --libs)\n'
+                    f'./choices "{samples(pip_installed) / "dflash"}"', workdir, user_env).stdout
+    table = json.loads(out)
+    assert len(table["choices"]) == 51 and table["install"]["installHasDflash"] is True
 
 
 def run_python(workdir, user_env, **_):
@@ -178,7 +194,8 @@ def run_bundle_app(workdir, user_env, **_):
     assert not (workdir / "dist").exists() and (workdir / "moved" / "app").exists()
 
 
-RUNNERS = {"ci": run_ci, "c-app": run_c_app, "c-build": run_c_build, "python": run_python,
+RUNNERS = {"ci": run_ci, "c-app": run_c_app, "c-build": run_c_build, "c-choices": run_c_choices,
+           "python": run_python,
            "swift-build": run_swift_build, "swift-snippet": run_swift_snippet,
            "bundle-app": run_bundle_app}
 

@@ -4,6 +4,7 @@ The Python API is importable on its own (no C involved)::
 
     from turbospark_ffi import speculation_plan, parse_options
     result = speculation_plan("/models/qwen-27b", parse_options('{"speculation": 2}'))
+    table = speculation_choices("/models/qwen-27b", '{"temperature": 0.7}')
 
 Names are loaded on first use: the package also runs inside an interpreter a
 C host starts on its first call, where every import is start-up time.
@@ -27,6 +28,7 @@ _EXPORTS = {
     "install_has_mtp_head": "resident_index", "install_has_dflash": "resident_index",
     "Options": "options", "parse_options": "options",
     "PlanResult": "plan", "speculation_plan": "plan", "install_info": "plan",
+    "speculation_choices": "plan",
     "preview_blocker": "blockers", "write_install": "install_writer",
 }
 

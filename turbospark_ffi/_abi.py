@@ -38,6 +38,7 @@ def bind(ffi, lib) -> None:
         lib.TSFFI__FN_RESOLVE_SPECULATION: _resolve_speculation,
         lib.TSFFI__FN_SPECULATION_PLAN: _speculation_plan,
         lib.TSFFI__FN_INSTALL_INFO: _install_info,
+        lib.TSFFI__FN_SPECULATION_CHOICES: _speculation_choices,
     })
     # Every call but build info reads an index, so this import is paid
     # anyway; with it the reader's check 7 runs in C (tsffi_index_scan.c).
@@ -193,6 +194,24 @@ def _plan_json(snap, opts) -> bytes:
     from .plan import plan_for_snapshot
     from .wire import plan_to_dict
     return _encode(plan_to_dict(plan_for_snapshot(snap, opts)))
+
+
+def _speculation_choices(model_dir: bytes, options: bytes):
+    # The order of _speculation_plan (model_dir checked, options parsed, the
+    # name resolved), so a bad argument is refused exactly as the plan call
+    # refuses it. One snapshot answers all 51 items: the index is read once.
+    text = _model_dir(model_dir)
+    opts = _options(options)
+    snap, keyable = _install(text)
+
+    def compute() -> bytes:
+        from .plan import choices_for_snapshot
+        from .wire import choices_to_dict
+        return _encode(choices_to_dict(choices_for_snapshot(snap, opts)))
+    outcome = _memo(snap, ("choices", options), compute)
+    if keyable:
+        _offer_to_c(_lib.TSFFI__FN_SPECULATION_CHOICES, snap, model_dir, options, outcome)
+    return outcome
 
 
 def _resolve_drafter(model_dir: bytes, options: bytes):

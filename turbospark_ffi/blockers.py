@@ -26,7 +26,7 @@ from .policy import SpeculativeDrafter
 from .resident_index import DFLASH_PRESENCE_TENSOR, DTYPE_NAMES, MTP_PRESENCE_TENSOR, ResidentIndex
 
 __all__ = ["VERIFY_PROBE_DTYPES", "first_full_attention_layer", "probe_tensor_name",
-           "preview_blocker"]
+           "preview_blocker", "architecture_blocker", "drafter_blocker"]
 
 # The batched verify covers INT4 affine, 1-bit affine and 2-bit affine.
 VERIFY_PROBE_DTYPES = {4: "INT4 affine", 15: "1-bit affine", 16: "2-bit affine"}
@@ -68,6 +68,14 @@ def preview_blocker(index: ResidentIndex, experts_per_layer: int,
                     drafter: SpeculativeDrafter) -> str | None:
     """The reason the engine would give for not speculating with `drafter` on
     this install, or None when nothing the files show stands in the way."""
+    reason = architecture_blocker(index, experts_per_layer)
+    return reason if reason is not None else drafter_blocker(index, drafter)
+
+
+def architecture_blocker(index: ResidentIndex, experts_per_layer: int) -> str | None:
+    """Reasons 2-5, which do not depend on the drafter (so an install
+    snapshot computes them once for both drafters: reason 3 scans every
+    name)."""
     # 2. MoE. A checkpoint gap, not a missing kernel: no download helps.
     if experts_per_layer > 0:
         return (f"this install routes to {experts_per_layer} experts per layer "
@@ -91,7 +99,12 @@ def preview_blocker(index: ResidentIndex, experts_per_layer: int,
         covered = ", ".join(f"{k} ({v})" for k, v in VERIFY_PROBE_DTYPES.items())
         return (f"the verify probe tensor {probe} has dtype {_dtype_label(dtype)}, which "
                 f"the batched verify does not cover (it covers {covered})")
-    # 6. Only here is there an artifact to point at.
+    return None
+
+
+def drafter_blocker(index: ResidentIndex, drafter: SpeculativeDrafter) -> str | None:
+    """Reason 6, the drafter's own presence: asked only once reasons 2-5 are
+    clear. Only here is there an artifact to point at."""
     if drafter is SpeculativeDrafter.DFLASH:
         if DFLASH_PRESENCE_TENSOR not in index:
             return (f"this install carries no DFlash2 drafter ({DFLASH_PRESENCE_TENSOR} "

@@ -5,6 +5,8 @@
                    drafters, the verify probe, the routed experts)
     plan DIR       what the library decides for an install under the options
                    a host would pass, in plain words or as the C ABI's JSON
+    choices DIR    what every speculation / drafter item of a settings pane
+                   would do, as a grid or as the C ABI's JSON
     make-install   write a small install in the engine's layout (or the four
                    sample installs that ship with the package)
 
@@ -14,9 +16,10 @@ on stderr), 1 anything else that went wrong (an invalid argument, an install
 that cannot be written) -- always one line on stderr, never a traceback.
 
 HOW `--json` STAYS BYTE-IDENTICAL TO THE C ABI: it calls the very functions
-`_abi.py` calls for `tsffi_speculation_plan` and `tsffi_install_info_json`
-(`parse_options` on the same options object, `plan_for_snapshot`,
-`plan_to_dict`, `install_info`, `wire.dumps`), rather than loading
+`_abi.py` calls for `tsffi_speculation_plan`, `tsffi_speculation_choices` and
+`tsffi_install_info_json` (`parse_options` on the same options object,
+`plan_for_snapshot`, `plan_to_dict`, `choices_for_snapshot`,
+`choices_to_dict`, `install_info`, `wire.dumps`), rather than loading
 libturbospark_ffi.so with ctypes. Loading the library would start a second
 copy of the policy behind a C boundary for no new answer, fail wherever the
 library is not built (a source checkout, a platform without a wheel), and
@@ -419,6 +422,107 @@ def _plan_report(model_dir: str, options_json: str, requested: str | None, plan:
 
 
 # ---------------------------------------------------------------------------
+# choices
+
+def _cmd_choices(args: argparse.Namespace) -> int:
+    from .install import snapshot
+    from .options import parse_options
+    from .plan import choices_for_snapshot
+    from .wire import choices_to_dict, dumps
+
+    options_json = dumps(plan_options(args))
+    # The order of _abi._speculation_choices: model_dir, then the options.
+    snap = snapshot(_model_dir_arg(args.dir))
+    table = choices_to_dict(choices_for_snapshot(snap, parse_options(options_json)))
+    if args.json:
+        return _write_json(dumps(table))
+    _choices_report(table, options_json)
+    return EXIT_OK
+
+
+# Short names for the reasons the library words, by how they begin; any
+# other reason (the engine's own, passed with --engine-blocker) is shown as
+# its footnote only. The full text is always listed below the grid.
+_SHORT_REASONS = (
+    ("this install carries a DFlash2 drafter, which auto leaves OFF", "DFlash2 opt-in"),
+    ("this install carries no multi-token-prediction head", "no MTP head"),
+    ("this install carries no DFlash2 drafter", "no DFlash2"),
+    ("sampled speculation cannot be served", "sampled"),
+    ("this install routes to", "MoE"),
+    ("this install has no full-attention layer", "no probe layer"),
+    ("the verify probe tensor", "verify probe"),
+    ("resident index is corrupt", "bad index"),
+)
+_CELL = 24  # 8 + 24 + 24 + 23 columns: the grid fits 79
+
+
+def _short_reason(reason: str, engine_blocker: object) -> str | None:
+    if reason == engine_blocker:
+        return "engine"
+    for start, short in _SHORT_REASONS:
+        if reason.startswith(start):
+            return short
+    if "model_weights.bin" in reason:  # the reader's errors name the file
+        return "bad index"
+    return None
+
+
+def _choices_report(table: dict, options_json: str) -> None:
+    from .policy import _REFUSAL_PREFIX
+    from .wire import parse_json_object
+    options = dict(parse_json_object(options_json, "options"))
+    blocker = options.get("engineBlocker", ())
+    out = _Report(sys.stdout, 9)
+    out.row("install", table["modelDir"])
+    out.row("options", options_json)
+    out.more("(held for every item; each cell is tsffi_speculation_plan with that "
+             "row's speculation and that column's speculativeDrafter added)", tone="dim")
+    flags = table["install"]
+    out.row("carries", f"an MTP head: {_yes_no(flags['installHasMtpHead'])}; a DFlash2 "
+            f"drafter: {_yes_no(flags['installHasDflash'])}")
+    texts: list[str] = []
+
+    def note(reason: str) -> int:
+        if reason not in texts:
+            texts.append(reason)
+        return texts.index(reason) + 1
+
+    lines = ["", "speculation  (rows) x speculativeDrafter (columns)",
+             " " * 8 + "".join(name.ljust(_CELL) for name in ("auto", "mtp", "dflash")).rstrip()]
+    items = table["choices"]
+    for row in range(0, len(items), 3):
+        cells = []
+        for item in items[row:row + 3]:
+            if item["status"] != 0:
+                text = f"refused [{note(item['error'][len(_REFUSAL_PREFIX):])}]"
+                tone = "bad"
+            else:
+                spec = item["plan"]["speculation"]
+                if spec["block"] is not None:
+                    text, tone = f"on {spec['block']} ({spec['drafter']})", "good"
+                elif spec["reason"] is None:
+                    text, tone = "off", "dim"
+                else:
+                    short = _short_reason(spec["reason"], blocker)
+                    number = note(spec["reason"])
+                    text = f"off: {short} [{number}]" if short else f"off [{number}]"
+                    tone = "warn"
+            cells.append(out.paint(text, tone) + " " * (_CELL - len(text)))
+        lines.append((str(items[row]["speculation"]).ljust(8) + "".join(cells)).rstrip())
+    out.lines.extend(lines)
+    out.lines.append("")
+    import textwrap
+    for number, text in enumerate(texts, 1):
+        out.lines.extend(textwrap.wrap(text, WIDTH, initial_indent=f"[{number}] ".ljust(5),
+                                       subsequent_indent=" " * 5, break_on_hyphens=False))
+    if any(item["status"] != 0 for item in items):
+        out.lines.extend(textwrap.wrap(
+            f'refused: the plan call fails (status 2) with "{_REFUSAL_PREFIX.strip()} " '
+            "followed by the numbered text, verbatim", WIDTH, break_on_hyphens=False))
+    out.flush()
+
+
+# ---------------------------------------------------------------------------
 # make-install
 
 # Bounds that keep a test install small: the layout of the real MoE install
@@ -613,6 +717,27 @@ examples:
   turbospark-ffi plan DIR --no-engine-blocker --json
 """
 
+_CHOICES_DESCRIPTION = """
+What every item of a settings pane's two pickers would do for the install in
+DIR: speculation auto, off and each block 1..15 (rows) by drafter auto, mtp
+and dflash (columns), each cell the answer tsffi_speculation_plan gives for
+the options with that row and column added. A cell is "on B (drafter)",
+"off" (asked for), "off: WHY [n]" or "refused [n]" (a named block that cannot
+be served); each numbered text is listed once below the grid, verbatim.
+--json prints exactly what tsffi_speculation_choices returns.
+
+Exit status: 0 when the table was made (refused items included); 1 an
+invalid argument.
+"""
+
+_CHOICES_EPILOG = """
+examples:
+  turbospark-ffi choices DIR                    what each item does by default
+  turbospark-ffi choices DIR --temperature 0.7  a sampled run
+  turbospark-ffi choices DIR --engine-blocker "the vision tower is active"
+  turbospark-ffi choices DIR --json
+"""
+
 _MAKE_DESCRIPTION = """
 Write a small install into DIR in the engine's real layout: model_weights.bin
 (the resident index, 16 KiB-aligned, and a sparse data region),
@@ -698,6 +823,27 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true",
                       help="print exactly what tsffi_speculation_plan returns")
     plan.set_defaults(run=_cmd_plan)
+
+    choices = sub.add_parser("choices", help="what every speculation / drafter item would do",
+                             formatter_class=_Formatter, description=_CHOICES_DESCRIPTION,
+                             epilog=_CHOICES_EPILOG)
+    choices.add_argument("dir", metavar="DIR", help="the install directory")
+    choices.add_argument("--temperature", metavar="T",
+                         help="the sampling temperature, a number >= 0; absent means the "
+                              "open-time decision, which assumes greedy (option key "
+                              "temperature)")
+    choices_blocker = choices.add_mutually_exclusive_group()
+    choices_blocker.add_argument("--engine-blocker", metavar="TEXT",
+                                 help="the engine's own reason not to speculate (option key "
+                                      "engineBlocker)")
+    choices_blocker.add_argument("--no-engine-blocker", action="store_true",
+                                 help="the engine reported no reason (engineBlocker null); "
+                                      "without either flag the library previews the engine's "
+                                      "blocker from the files")
+    choices.add_argument("--json", action="store_true",
+                         help="print exactly what tsffi_speculation_choices returns")
+    # Every item varies these two: the options hold neither.
+    choices.set_defaults(run=_cmd_choices, speculation=None, drafter=None)
 
     make = sub.add_parser("make-install", help="write a small install in the engine's layout",
                           formatter_class=_Formatter, description=_MAKE_DESCRIPTION,

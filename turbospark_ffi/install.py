@@ -85,13 +85,20 @@ class InstallSnapshot:
         """The engine's blocker as far as the files can tell (see blockers.py).
         An unreadable index or layout has no preview: the engine's open would
         fail on it, so the reason is the reader's own error."""
+        try:
+            return self._memo[("preview", drafter)]
+        except KeyError:
+            pass
+
         def compute():
             if self.index_error is not None:
                 return str(self.index_error)
             if self.layout_error is not None:
                 return str(self.layout_error)
-            from .blockers import preview_blocker
-            return preview_blocker(self.index, self.layout.experts_per_layer, drafter)
+            from .blockers import architecture_blocker, drafter_blocker
+            reason = self.memo(("architecture",), lambda: architecture_blocker(
+                self.index, self.layout.experts_per_layer))
+            return reason if reason is not None else drafter_blocker(self.index, drafter)
         return self.memo(("preview", drafter), compute)
 
 

@@ -100,6 +100,11 @@ class SpeculativeDrafter(Value):
     def __reduce__(self):
         return (SpeculativeDrafter, (self.value,))
 
+    # One object per value (__new__, _make and unpickling all intern), so
+    # identity is equality: the plan's memo keys hash a drafter on every call.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return f"SpeculativeDrafter.{self.value.upper()}"
 
@@ -199,6 +204,11 @@ class SpeculationDisabled(SpeculationPlan):
         self._init(reason=reason)
 
 
+# The answers that carry no text, made once (immutable values).
+_ENABLED = {n: SpeculationEnabled(n) for n in ALLOWED_SPECULATION_BLOCKS}
+_DISABLED_AS_ASKED = SpeculationDisabled(None)
+
+
 class DraftMode:
     """The three modes of a draft policy at open (FACTS section 3)."""
 
@@ -223,12 +233,24 @@ class _DraftPolicy(Value):
 
     @classmethod
     def fixed(cls, n: int):
-        return cls(DraftMode.FIXED, n)
+        # Values are immutable, so the servable blocks' policies are made
+        # once: a choices table asks for each of them (the same for the
+        # speculation values below).
+        key = (cls, n)
+        policy = _FIXED_POLICIES.get(key)
+        if policy is None:
+            policy = cls(DraftMode.FIXED, n)
+            if n in ALLOWED_SPECULATION_BLOCKS:
+                _FIXED_POLICIES[key] = policy
+        return policy
 
     def __repr__(self) -> str:
         name = type(self).__name__
         return f"{name}.fixed({self.block})" if self.mode == DraftMode.FIXED \
             else f"{name}.{self.mode.upper()}"
+
+
+_FIXED_POLICIES: dict = {}
 
 
 class MtpDraftPolicy(_DraftPolicy):
@@ -261,7 +283,22 @@ class DraftPolicies(Value):
     @classmethod
     def mtp_only(cls, policy: MtpDraftPolicy) -> DraftPolicies:
         """The engine's `DraftPolicies::mtp(p)`: `{mtp: p, dflash: Off}`."""
-        return cls(policy, DflashDraftPolicy.OFF)
+        return cls.of(policy, DflashDraftPolicy.OFF)
+
+    @classmethod
+    def of(cls, mtp: MtpDraftPolicy, dflash: DflashDraftPolicy) -> DraftPolicies:
+        """`DraftPolicies(mtp, dflash)`, made once per pair of servable
+        policies."""
+        key = (mtp.mode, mtp.block, dflash.mode, dflash.block)
+        policies = _POLICY_PAIRS.get(key)
+        if policies is None:
+            policies = cls(mtp, dflash)
+            if len(_POLICY_PAIRS) < 256:
+                _POLICY_PAIRS[key] = policies
+        return policies
+
+
+_POLICY_PAIRS: dict = {}
 
 
 def resolve_drafter(requested: SpeculativeDrafter,
@@ -355,7 +392,7 @@ def draft_policies(choice: DrafterChoice, speculation: Speculation) -> DraftPoli
         dflash = DflashDraftPolicy.OFF
     else:
         dflash = DflashDraftPolicy.fixed(speculation.n)
-    return DraftPolicies(MtpDraftPolicy.OFF, dflash)
+    return DraftPolicies.of(MtpDraftPolicy.OFF, dflash)
 
 
 def resolve_speculation(requested: Speculation, drafter: SpeculativeDrafter,
@@ -384,11 +421,11 @@ def resolve_speculation(requested: Speculation, drafter: SpeculativeDrafter,
 
     kind = requested.kind
     if kind == "off":
-        return SpeculationDisabled(None)
+        return _DISABLED_AS_ASKED
     if kind == "auto":
         if unavailable is not None:
             return SpeculationDisabled(unavailable)
-        return SpeculationEnabled(auto_block)
+        return _ENABLED[auto_block]
     if unavailable is not None:
         raise SpeculationRefused(_REFUSAL_PREFIX + unavailable)
     n = requested.n
@@ -396,4 +433,4 @@ def resolve_speculation(requested: Speculation, drafter: SpeculativeDrafter,
         raise SpeculationRefused(
             f"{_REFUSAL_PREFIX}block {n} is outside allowed range "
             f"{ALLOWED_SPECULATION_BLOCKS_TEXT}")
-    return SpeculationEnabled(n)
+    return _ENABLED[n]

@@ -128,7 +128,8 @@ class ResidentIndex:
     """
 
     __slots__ = ("path", "index_size", "resident_size", "entry_count", "file_size",
-                 "_region", "_slot_by_name", "_joined", "_searches_left", "bytes_read")
+                 "_region", "_slot_by_name", "_joined", "_searches_left", "_searched",
+                 "bytes_read")
 
     # Lookups served by searching `_joined` before the dict is built: enough
     # for a plan (two presence tests, the probe's dtype), not for install
@@ -149,6 +150,11 @@ class ResidentIndex:
         self._slot_by_name = slot_by_name
         self._joined = joined
         self._searches_left = self._SEARCHES_BEFORE_DICT
+        # What the searches found, by name: a choices table asks the two
+        # presence names once per requested drafter, and without this the
+        # repeats would exhaust the searches and build the dict (~150 us at
+        # 866 entries, measured).
+        self._searched: dict[bytes, int | None] = {}
         self.bytes_read = bytes_read
 
     def _slots(self) -> dict[bytes, int]:
@@ -171,15 +177,20 @@ class ResidentIndex:
         return joined
 
     def _slot(self, key: bytes) -> int | None:
-        if self._slot_by_name is None and self._searches_left > 0:
-            self._searches_left -= 1
-            if b"\n" in key:
-                return None
-            joined = self._joined
-            at = joined.find(b"\n" + key + b"\n")
-            # Every "\n" before the match ends one earlier name (the first
-            # one is the leading "\n").
-            return None if at < 0 else joined.count(b"\n", 0, at)
+        if self._slot_by_name is None:
+            searched = self._searched
+            if key in searched:
+                return searched[key]
+            if self._searches_left > 0:
+                self._searches_left -= 1
+                if b"\n" in key:
+                    return None
+                joined = self._joined
+                at = joined.find(b"\n" + key + b"\n")
+                # Every "\n" before the match ends one earlier name (the
+                # first one is the leading "\n").
+                slot = searched[key] = None if at < 0 else joined.count(b"\n", 0, at)
+                return slot
         return self._slots().get(key)
 
     def __contains__(self, name: object) -> bool:

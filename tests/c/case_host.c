@@ -193,6 +193,8 @@ int main(int argc, char **argv) {
             status = api.speculation_plan(a, b, outp);
         else if (strcmp(fields[0], "install_info") == 0)
             status = api.install_info_json(a, outp);
+        else if (strcmp(fields[0], "speculation_choices") == 0)
+            status = api.speculation_choices(a, b, outp);
         else {
             printf("line %d: unknown function %s\n", lineno, fields[0]);
             return 2;

@@ -30,6 +30,7 @@ struct api {
     int32_t (*resolve_speculation)(const char *, char **);
     int32_t (*speculation_plan)(const char *, const char *, char **);
     int32_t (*install_info_json)(const char *, char **);
+    int32_t (*speculation_choices)(const char *, const char *, char **);
 };
 
 static struct api api;
@@ -76,6 +77,7 @@ static int load_api(const char *path) {
     TSFFI_LOAD(resolve_speculation, "tsffi_resolve_speculation");
     TSFFI_LOAD(speculation_plan, "tsffi_speculation_plan");
     TSFFI_LOAD(install_info_json, "tsffi_install_info_json");
+    TSFFI_LOAD(speculation_choices, "tsffi_speculation_choices");
 #undef TSFFI_LOAD
     return 0;
 }
@@ -91,6 +93,7 @@ static int load_api(const char *path) {
     api.resolve_speculation = tsffi_resolve_speculation;
     api.speculation_plan = tsffi_speculation_plan;
     api.install_info_json = tsffi_install_info_json;
+    api.speculation_choices = tsffi_speculation_choices;
     return 0;
 }
 #endif

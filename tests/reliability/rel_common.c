@@ -5,7 +5,8 @@
  * A script has one call per line, fields separated by TAB:
  *     ID  OP  A  B  FLAGS
  * OP is build_info | resolve_drafter | draft_policies | resolve_speculation |
- * speculation_plan | install_info (or a driver's own op). A and B are
+ * speculation_plan | install_info | speculation_choices (or a driver's own op).
+ * A and B are
  *     -         a NULL pointer
  *     x<hex>    these bytes ("x" alone: the empty string)
  *     f<path>   the bytes of the file at <path> (for arguments of megabytes)
@@ -237,6 +238,8 @@ REL_UNUSED static int run_call(const struct call *c, const char *previous, char 
         *status = api.speculation_plan(a, b, outp);
     else if (strcmp(c->op, "install_info") == 0)
         *status = api.install_info_json(a, outp);
+    else if (strcmp(c->op, "speculation_choices") == 0)
+        *status = api.speculation_choices(a, b, outp);
     else
         return -1;
     return 0;

@@ -216,3 +216,108 @@ public struct BuildInfo: Codable, Sendable, Hashable {
     public var sysPath: [String]?
     public var ownsInterpreter: Bool?
 }
+
+/// Every item of a settings pane's two pickers for one install
+/// (`tsffi_speculation_choices`): speculation `.auto`, `.off`, `.block(1)` ...
+/// `.block(15)` (outer) by drafter `.auto`, `.mtp`, `.dflash` (inner), 51
+/// items. Each item is what ``TurboSpark/speculationPlan(modelDir:options:)``
+/// answers for the options with that item's two values.
+public struct SpeculationChoices: Codable, Sendable, Hashable {
+    /// What the install's index says it carries (nil: it could not be read).
+    public struct Install: Codable, Sendable, Hashable {
+        public var installHasMtpHead: Bool?
+        public var installHasDflash: Bool?
+
+        public init(installHasMtpHead: Bool?, installHasDflash: Bool?) {
+            self.installHasMtpHead = installHasMtpHead
+            self.installHasDflash = installHasDflash
+        }
+
+        private enum CodingKeys: String, CodingKey { case installHasMtpHead, installHasDflash }
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(installHasMtpHead, forKey: .installHasMtpHead)
+            try container.encode(installHasDflash, forKey: .installHasDflash)
+        }
+    }
+
+    /// The install directory, as the library read it.
+    public var modelDir: String
+    public var install: Install
+    /// The 51 items, in the library's order.
+    public var choices: [SpeculationChoice]
+    /// Option keys the library does not use, as in ``PlanResult/ignoredKeys``.
+    public var ignoredKeys: [String]
+
+    public init(modelDir: String, install: Install, choices: [SpeculationChoice],
+                ignoredKeys: [String] = []) {
+        self.modelDir = modelDir
+        self.install = install
+        self.choices = choices
+        self.ignoredKeys = ignoredKeys
+    }
+
+    /// The item for one speculation value and drafter, if the table has it
+    /// (every `.block(n)` with n in 1...15 and every drafter are items).
+    public func choice(speculation: Speculation, drafter: SpeculativeDrafter) -> SpeculationChoice? {
+        choices.first { $0.speculation == speculation && $0.speculativeDrafter == drafter }
+    }
+
+    /// The item matching the options the table was asked with.
+    public var selected: SpeculationChoice? { choices.first { $0.selected } }
+}
+
+/// One item of ``SpeculationChoices``: the plan call's answer for it.
+public struct SpeculationChoice: Codable, Sendable, Hashable {
+    /// The item's speculation value (`.auto`, `.off` or `.block(n)`).
+    public var speculation: Speculation
+    /// The item's requested drafter (`.auto`, `.mtp` or `.dflash`).
+    public var speculativeDrafter: SpeculativeDrafter
+    /// What the plan call returns for it: ``TurboSparkError/ok`` or
+    /// ``TurboSparkError/refused``.
+    public var status: Int32
+    /// The plan, exactly as the plan call returns it; nil when refused.
+    public var plan: PlanResult?
+    /// The plan call's last error when refused: the message to show (a
+    /// tooltip on a greyed-out item), verbatim; nil otherwise.
+    public var error: String?
+    /// This item is the options' own speculation and drafter.
+    public var selected: Bool
+
+    public init(speculation: Speculation, speculativeDrafter: SpeculativeDrafter, status: Int32,
+                plan: PlanResult?, error: String?, selected: Bool) {
+        self.speculation = speculation
+        self.speculativeDrafter = speculativeDrafter
+        self.status = status
+        self.plan = plan
+        self.error = error
+        self.selected = selected
+    }
+
+    /// A named block that cannot be served: grey the item out, with ``error``.
+    public var isRefused: Bool { status == TurboSparkError.refused }
+
+    /// The plan call's outcome as a value: the plan, or the error it throws.
+    public var result: Result<PlanResult, TurboSparkError> {
+        if let plan {
+            return .success(plan)
+        }
+        return .failure(TurboSparkError(status: status, message: error ?? "",
+                                        function: "tsffi_speculation_plan"))
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case speculation, speculativeDrafter, status, plan, error, selected
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(speculation, forKey: .speculation)
+        try container.encode(speculativeDrafter, forKey: .speculativeDrafter)
+        try container.encode(status, forKey: .status)
+        try container.encode(plan, forKey: .plan)
+        try container.encode(error, forKey: .error)
+        try container.encode(selected, forKey: .selected)
+    }
+}

@@ -3,8 +3,11 @@ import Foundation
 
 /// The C ABI of libturbospark_ffi, called from Swift.
 ///
-/// Every function is synchronous and may be called from any thread or task,
-/// concurrently. Each one makes ONE C call and, on failure, reads
+/// Every function here is synchronous and may be called from any thread or
+/// task, concurrently; ``TurboSpark/Background`` has each one as `async`,
+/// running off the caller's actor (a first call starts the embedded runtime,
+/// ~15 ms; a first plan of a large install reads its index: never on the
+/// main actor). Each one makes ONE C call and, on failure, reads
 /// `tsffi_last_error` on the same thread before returning (the message is per
 /// thread, and a synchronous function has no suspension point at which a task
 /// could move to another thread), then throws it as a ``TurboSparkError``.
@@ -45,6 +48,31 @@ public enum TurboSpark {
     {
         try decode(PlanResult.self, speculationPlanJSON(modelDir: modelDir, optionsJSON: optionsJSON),
                    from: "tsffi_speculation_plan")
+    }
+
+    /// What every item of the speculation and drafter pickers would do for the
+    /// install in `modelDir` (`tsffi_speculation_choices`): 51 items, each
+    /// the plan ``speculationPlan(modelDir:options:)`` returns for `options`
+    /// with that item's speculation and drafter, or its refusal. The item
+    /// matching `options` is ``SpeculationChoice/selected``. A refused item
+    /// is not an error; options the plan call would refuse as invalid (and a
+    /// block outside 1...15) throw.
+    public static func speculationChoices(modelDir: String, options: Options = .default)
+        throws(TurboSparkError) -> SpeculationChoices
+    {
+        try decode(SpeculationChoices.self,
+                   speculationChoicesJSON(modelDir: modelDir, optionsJSON: options.json()),
+                   from: "tsffi_speculation_choices")
+    }
+
+    /// ``speculationChoices(modelDir:options:)`` with the options as JSON text
+    /// (nil = all defaults).
+    public static func speculationChoices(modelDir: String, optionsJSON: String?)
+        throws(TurboSparkError) -> SpeculationChoices
+    {
+        try decode(SpeculationChoices.self,
+                   speculationChoicesJSON(modelDir: modelDir, optionsJSON: optionsJSON),
+                   from: "tsffi_speculation_choices")
     }
 
     /// Which drafter to open for the install in `modelDir` (`tsffi_resolve_drafter`).
@@ -101,6 +129,18 @@ public enum TurboSpark {
         return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
             try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
                 try call(function) { tsffi_speculation_plan(dir, opts, $0) }
+            }
+        }
+    }
+
+    /// `tsffi_speculation_choices`, JSON in and out.
+    public static func speculationChoicesJSON(modelDir: String, optionsJSON: String?)
+        throws(TurboSparkError) -> String
+    {
+        let function = "tsffi_speculation_choices"
+        return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
+            try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
+                try call(function) { tsffi_speculation_choices(dir, opts, $0) }
             }
         }
     }

@@ -1,0 +1,369 @@
+"""tsffi_speculation_choices through the C ABI (ctypes on the built library):
+every one of the 51 items is what tsffi_speculation_plan answers for the
+host's options with that item's two keys -- status, result bytes and last
+error -- on every install shape, under the option sets a settings pane
+meets; and what those answers are, written out as grids.
+
+Also: which item is `selected`, the top-level shape, the index read once per
+table, the table served warm from C and read again after a change, and the
+Python API returning the same object.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import time
+
+import pytest
+
+import abi_cases
+from seed_texts import DFLASH_NOTE, REFUSAL_PREFIX, SAMPLED_REASON
+
+SPECULATIONS = ["auto", "off", *range(1, 16)]
+DRAFTERS = ["auto", "mtp", "dflash"]
+
+VISION = "the vision tower is active"
+
+# The reasons, written out (the seed's where it has them; the blocker
+# preview's and the reader's otherwise).
+REASONS = {
+    "NOTE": DFLASH_NOTE,
+    "SAMPLED": SAMPLED_REASON,
+    "VISION": VISION,
+    "NO_HEAD": ("this install carries no multi-token-prediction head (mtp.fc.weight is not in "
+                "the resident index); stream an install that adds the official checkpoint's "
+                "last shard"),
+    "NO_DFLASH": ("this install carries no DFlash2 drafter (dflash.fc.weight is not in the "
+                  "resident index); stream the drafter beside the trunk"),
+    "MOE": ("this install routes to 8 experts per layer (mixture-of-experts), and no published "
+            "MoE conversion of this architecture ships a drafter the engine can ingest; no "
+            "download changes that"),
+    "UNREADABLE": "resident index is corrupt: the file is 10 bytes, shorter than the 24-byte "
+                  "header",
+}
+
+OPTION_SETS = {
+    "defaults": b"{}",
+    "sampled": b'{"temperature": 0.7}',
+    "blocker": json.dumps({"engineBlocker": VISION}).encode(),
+    "blocker-null": b'{"engineBlocker": null}',
+    # A pick in another spelling, and keys the library ignores.
+    "picked": b'{"speculation": "OFF", "speculativeDrafter": "dflash", "contextLength": 8192}',
+    "utf8-blocker": json.dumps({"engineBlocker": abi_cases.UTF8_BLOCKER, "speculation": "7"},
+                               ensure_ascii=False).encode(),
+}
+
+SHAPES = ["none", "mtp", "dflash", "both", "moe", "unreadable", "missing"]
+
+
+@pytest.fixture(scope="module")
+def installs(tmp_path_factory):
+    paths = abi_cases.materialize(tmp_path_factory.mktemp("choices-installs"))
+    abi_cases.verify_installs(paths)
+    return paths
+
+
+class Abi:
+    def __init__(self, lib) -> None:
+        self.lib = lib
+
+    def _take(self, status: int, out: ctypes.c_void_p) -> tuple[int, bytes | None, bytes]:
+        text = None
+        if out.value:
+            text = ctypes.string_at(out.value)
+            self.lib.tsffi_string_free(out)
+        n = self.lib.tsffi_last_error(None, 0)
+        buf = ctypes.create_string_buffer(n + 1)
+        self.lib.tsffi_last_error(buf, n + 1)
+        return status, text, buf.raw[:n]
+
+    def plan(self, model_dir, options: bytes):
+        out = ctypes.c_void_p()
+        return self._take(self.lib.tsffi_speculation_plan(os.fsencode(model_dir), options,
+                                                          ctypes.byref(out)), out)
+
+    def choices(self, model_dir, options: bytes | None):
+        out = ctypes.c_void_p()
+        return self._take(self.lib.tsffi_speculation_choices(os.fsencode(model_dir), options,
+                                                             ctypes.byref(out)), out)
+
+
+@pytest.fixture(scope="module")
+def abi(loaded):
+    return Abi(loaded.lib)
+
+
+def with_pick(options: bytes, speculation, drafter) -> bytes:
+    """The host's options object with the item's two keys set (a host
+    building the plan call for one item)."""
+    obj = json.loads(options)
+    obj["speculation"] = speculation
+    obj["speculativeDrafter"] = drafter
+    return json.dumps(obj, ensure_ascii=False).encode()
+
+
+def table(abi, model_dir, options: bytes) -> dict:
+    status, text, err = abi.choices(model_dir, options)
+    assert (status, err) == (0, b""), err
+    return json.loads(text)
+
+
+# ---------------------------------------------------------------------------
+# Each item is the plan call, byte for byte.
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=list(OPTION_SETS))
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_item_is_the_plan_call_byte_for_byte(abi, installs, shape, options):
+    host = OPTION_SETS[options]
+    result = table(abi, installs[shape], host)
+    items = result["choices"]
+    assert [(i["speculation"], i["speculativeDrafter"]) for i in items] == \
+        [(s, d) for s in SPECULATIONS for d in DRAFTERS]
+    for item in items:
+        assert list(item) == ["speculation", "speculativeDrafter", "status", "plan", "error",
+                              "selected"]
+        status, text, err = abi.plan(installs[shape],
+                                     with_pick(host, item["speculation"],
+                                               item["speculativeDrafter"]))
+        where = (item["speculation"], item["speculativeDrafter"])
+        assert item["status"] == status, where
+        assert status in (0, 2), (where, err)
+        if status == 0:
+            # The plan object exactly as the plan call's bytes (compact,
+            # ASCII, in the library's key order).
+            assert json.dumps(item["plan"], separators=(",", ":")).encode() == text, where
+            assert item["error"] is None and err == b""
+        else:
+            assert item["plan"] is None and text is None
+            assert item["error"].encode("utf-8") == err, where
+    # The install flags are what every plan says of the install.
+    some_plan = next(i["plan"] for i in items if i["plan"] is not None)
+    assert result["install"] == {
+        "installHasMtpHead": some_plan["drafter"]["installHasMtpHead"],
+        "installHasDflash": some_plan["drafter"]["installHasDflash"]}
+    assert result["ignoredKeys"] == some_plan["ignoredKeys"]
+    assert list(result) == ["modelDir", "install", "choices", "ignoredKeys"]
+    assert result["modelDir"] == str(installs[shape])
+
+
+def test_the_fixture_discriminates(abi, installs):
+    """The shapes give different tables, and the option sets change them."""
+    def items(shape, options):
+        return json.dumps(table(abi, installs[shape], OPTION_SETS[options])["choices"])
+    assert len({items(s, "defaults") for s in SHAPES if s != "missing"}) == 6
+    assert len({items("dflash", o) for o in ("defaults", "sampled", "blocker-null")}) == 3
+    assert items("both", "defaults") != items("both", "sampled")
+    assert items("none", "defaults") != items("none", "blocker-null")
+
+
+# ---------------------------------------------------------------------------
+# What the items say, written out. A grid row per speculation value ("N":
+# every block 1..15, with N standing for the block), a cell per drafter:
+# "on B DRAFTER", "off" (asked for), "off: REASON", "refused: REASON".
+
+def cell(item) -> str:
+    if item["status"] == 2:
+        message = item["error"]
+        assert message.startswith(REFUSAL_PREFIX), message
+        return "refused: " + _reason_key(message[len(REFUSAL_PREFIX):])
+    spec = item["plan"]["speculation"]
+    if spec["block"] is not None:
+        return f"on {spec['block']} {spec['drafter']}"
+    return "off" if spec["reason"] is None else "off: " + _reason_key(spec["reason"])
+
+
+def _reason_key(text: str) -> str:
+    for key, reason in REASONS.items():
+        if text == reason:
+            return key
+    raise AssertionError(f"a reason the table does not write out: {text!r}")
+
+
+OFF3 = ("off", "off", "off")
+
+GRIDS = {
+    ("none", "defaults"): {
+        "auto": ("off: NO_HEAD", "off: NO_HEAD", "off: NO_DFLASH"), "off": OFF3,
+        "N": ("refused: NO_HEAD", "refused: NO_HEAD", "refused: NO_DFLASH")},
+    ("mtp", "defaults"): {
+        "auto": ("on 2 mtp", "on 2 mtp", "off: NO_DFLASH"), "off": OFF3,
+        "N": ("on N mtp", "on N mtp", "refused: NO_DFLASH")},
+    ("dflash", "defaults"): {
+        "auto": ("off: NOTE", "off: NO_HEAD", "on 2 dflash"), "off": OFF3,
+        "N": ("refused: NOTE", "refused: NO_HEAD", "on N dflash")},
+    ("both", "defaults"): {
+        "auto": ("on 2 mtp", "on 2 mtp", "on 2 dflash"), "off": OFF3,
+        "N": ("on N mtp", "on N mtp", "on N dflash")},
+    ("moe", "defaults"): {
+        "auto": ("off: MOE",) * 3, "off": OFF3, "N": ("refused: MOE",) * 3},
+    ("unreadable", "defaults"): {
+        "auto": ("off: UNREADABLE",) * 3, "off": OFF3, "N": ("refused: UNREADABLE",) * 3},
+    ("both", "sampled"): {
+        "auto": ("on 2 mtp", "on 2 mtp", "off: SAMPLED"), "off": OFF3,
+        "N": ("on N mtp", "on N mtp", "refused: SAMPLED")},
+    ("dflash", "sampled"): {
+        "auto": ("off: NOTE", "off: NO_HEAD", "off: SAMPLED"), "off": OFF3,
+        "N": ("refused: NOTE", "refused: NO_HEAD", "refused: SAMPLED")},
+    ("mtp", "blocker"): {
+        "auto": ("off: VISION",) * 3, "off": OFF3, "N": ("refused: VISION",) * 3},
+    # The note outranks the engine's reason (it names the drafter to pick).
+    ("dflash", "blocker"): {
+        "auto": ("off: NOTE", "off: VISION", "off: VISION"), "off": OFF3,
+        "N": ("refused: NOTE", "refused: VISION", "refused: VISION")},
+    ("none", "blocker-null"): {
+        "auto": ("on 2 mtp", "on 2 mtp", "on 2 dflash"), "off": OFF3,
+        "N": ("on N mtp", "on N mtp", "on N dflash")},
+    ("dflash", "blocker-null"): {
+        "auto": ("off: NOTE", "on 2 mtp", "on 2 dflash"), "off": OFF3,
+        "N": ("refused: NOTE", "on N mtp", "on N dflash")},
+}
+
+
+@pytest.mark.parametrize("shape,options", list(GRIDS), ids=[f"{s}-{o}" for s, o in GRIDS])
+def test_what_the_items_say(abi, installs, shape, options):
+    items = table(abi, installs[shape], OPTION_SETS[options])["choices"]
+    grid = GRIDS[(shape, options)]
+    for row, speculation in enumerate(SPECULATIONS):
+        want = grid["N"] if isinstance(speculation, int) else grid[speculation]
+        want = tuple(w.replace(" N ", f" {speculation} ") for w in want)
+        got = tuple(cell(items[row * 3 + col]) for col in range(3))
+        assert got == want, speculation
+
+
+# ---------------------------------------------------------------------------
+# The selected item, and a pick that cannot be an item.
+
+@pytest.mark.parametrize("options,selected", [
+    (b"{}", ("auto", "auto")),
+    (b"", ("auto", "auto")),
+    (None, ("auto", "auto")),
+    (b'{"speculation": null, "speculativeDrafter": null}', ("auto", "auto")),
+    (b'{"speculation": "AUTO"}', ("auto", "auto")),
+    (b'{"speculation": "Off", "speculativeDrafter": "dflash"}', ("off", "dflash")),
+    (b'{"speculation": "07"}', (7, "auto")),
+    (b'{"speculation": 15, "speculativeDrafter": "mtp"}', (15, "mtp")),
+    (b'{"speculation": 1, "speculativeDrafter": "dflash"}', (1, "dflash")),
+])
+def test_selected_marks_the_hosts_pick(abi, installs, options, selected):
+    items = table(abi, installs["dflash"], options)["choices"]
+    picked = [(i["speculation"], i["speculativeDrafter"]) for i in items if i["selected"]]
+    assert picked == [selected]
+
+
+@pytest.mark.parametrize("options,status,message", [
+    (b'{"speculation": 16}', 1,
+     'speculation: got 16, which is not a block (blocks are 1..=15); accepts "auto", "off" '
+     '(any case), null, or a block in 1..=15 as a JSON integer or a string of ASCII digits'),
+    (b'{"speculation": "0"}', 1,
+     'speculation: got 0, which is not a block (blocks are 1..=15); accepts "auto", "off" '
+     '(any case), null, or a block in 1..=15 as a JSON integer or a string of ASCII digits'),
+    (b'{"speculativeDrafter": "Mtp"}', 1,
+     'speculativeDrafter: got "Mtp"; accepts "auto", "mtp", "dflash" (exact spelling) or '
+     'null'),
+    (b'{"temperature": "warm"}', 1,
+     'temperature: got "warm"; accepts a finite number >= 0, or null'),
+])
+def test_an_invalid_pick_makes_the_call_invalid(abi, installs, options, status, message):
+    got = abi.choices(installs["mtp"], options)
+    assert got == (status, None, message.encode())
+    if b"16" not in options and b'"0"' not in options:
+        # Exactly as the plan call refuses the same options.
+        assert abi.plan(installs["mtp"], options) == got
+
+
+def test_bad_arguments_are_the_plan_calls(abi, installs):
+    for model_dir, options in ((b"", b"{}"), (b"/tmp/\xffx", b"{}"),
+                               (os.fsencode(installs["mtp"]), b"{,}"),
+                               (os.fsencode(installs["mtp"]), b'{"speculaton": 2}')):
+        got = abi.choices(os.fsdecode(model_dir), options)
+        assert got[0] in (1, 4) and got[1] is None
+        assert got == abi.plan(os.fsdecode(model_dir), options)
+
+
+# ---------------------------------------------------------------------------
+# One install snapshot per table; the Python API.
+
+def test_the_index_is_read_once_per_table(installs, monkeypatch):
+    from turbospark_ffi import install, plan
+    install.clear_cache()
+    reads = []
+    real = install.load_resident_index
+    monkeypatch.setattr(install, "load_resident_index",
+                        lambda path: reads.append(path) or real(path))
+    result = plan.speculation_choices(str(installs["both"]), "{}")
+    assert len(result["choices"]) == 51
+    assert reads == [os.path.join(str(installs["both"]), "model_weights.bin")]
+
+
+@pytest.mark.parametrize("options", ["defaults", "sampled", "picked"])
+@pytest.mark.parametrize("shape", ["none", "dflash", "moe", "unreadable"])
+def test_python_api_returns_the_same_object(abi, installs, shape, options):
+    import turbospark_ffi
+    from turbospark_ffi.options import parse_options
+    raw = OPTION_SETS[options]
+    from_c = table(abi, installs[shape], raw)
+    assert turbospark_ffi.speculation_choices(installs[shape], raw) == from_c
+    assert turbospark_ffi.speculation_choices(str(installs[shape]), raw.decode()) == from_c
+    assert turbospark_ffi.speculation_choices(installs[shape], parse_options(raw)) == from_c
+
+
+def test_python_api_refuses_what_the_c_call_refuses(installs):
+    import turbospark_ffi
+    from turbospark_ffi.errors import InvalidArgument
+    with pytest.raises(InvalidArgument, match="speculation: got 16, which is not a block"):
+        turbospark_ffi.speculation_choices(installs["mtp"], '{"speculation": 16}')
+    with pytest.raises(InvalidArgument, match="model_dir is empty"):
+        turbospark_ffi.speculation_choices("", None)
+
+
+# ---------------------------------------------------------------------------
+# Warm: answered from C while the install is unchanged, read again after.
+
+@pytest.fixture
+def aged_clock(monkeypatch):
+    """The install cache's clock an hour ahead, so fresh files are trusted
+    (and offered to the C warm path); see test_c_warm_cache.py."""
+    from turbospark_ffi import install
+
+    class Later:
+        @staticmethod
+        def time_ns():
+            return time.time_ns() + 3600 * 10**9
+    monkeypatch.setattr(install, "time", Later)
+
+
+def _answered_by_python(abi, model_dir, monkeypatch) -> bool:
+    from turbospark_ffi import _abi
+    fn = _abi._lib.TSFFI__FN_SPECULATION_CHOICES
+    original = _abi._handlers[fn]
+    calls = []
+    monkeypatch.setitem(_abi._handlers, fn, lambda a, b: calls.append(a) or original(a, b))
+    try:
+        assert abi.choices(model_dir, b"{}")[0] == 0
+    finally:
+        monkeypatch.setitem(_abi._handlers, fn, original)
+    return bool(calls)
+
+
+def test_warm_table_is_served_from_c_and_a_change_is_read_again(abi, tmp_path, monkeypatch,
+                                                                aged_clock):
+    from turbospark_ffi.install_writer import write_install
+    d = write_install(tmp_path / "install", mtp=True)
+    first = table(abi, d, b"{}")
+    assert first["install"] == {"installHasMtpHead": True, "installHasDflash": False}
+    assert not _answered_by_python(abi, d, monkeypatch), "the warm table must come from C"
+    other = write_install(tmp_path / "other", dflash=True)
+    os.replace(other / "model_weights.bin", d / "model_weights.bin")
+    assert _answered_by_python(abi, d, monkeypatch), "a replaced index must reach Python"
+    second = table(abi, d, b"{}")
+    assert second["install"] == {"installHasMtpHead": False, "installHasDflash": True}
+    assert cell(second["choices"][0]) == "off: NOTE"
+
+
+def test_a_fresh_install_is_not_served_from_c(abi, tmp_path, monkeypatch):
+    from turbospark_ffi.install_writer import write_install
+    d = write_install(tmp_path / "fresh", mtp=True)
+    table(abi, d, b"{}")
+    assert _answered_by_python(abi, d, monkeypatch)
