@@ -69,7 +69,7 @@ def test_every_recipe_block_is_run_here():
     assert unmarked == [], "README blocks nobody runs (add a readme-test marker and a runner)"
     assert not [line for name, lang, _, line in BLOCKS if name == "skip" and lang in ("sh", "c")]
     names = [name for name, *_ in BLOCKS if name and name != "skip"]
-    assert sorted(names) == sorted(RUNNERS), "markers and runners must match one to one""
+    assert sorted(names) == sorted(RUNNERS), "markers and runners must match one to one"
 
 
 def run_block(body: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
