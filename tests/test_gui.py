@@ -38,8 +38,9 @@ SCREENSHOT = ROOT / "build" / "gui" / "gtk-dflash.png"
 PKG_MODULES = ("gtk4", "json-glib-1.0", "gio-unix-2.0")
 # Real ImageMagick: /usr/local/bin on these machines may hold a stand-in.
 IMPORT = "/usr/bin/import"
-APT = ("apt-get install -y --no-install-recommends libgtk-4-dev xvfb xauth libjson-glib-dev "
-       "imagemagick")
+IDENTIFY = "/usr/bin/identify"
+APT = ("apt-get install -y --no-install-recommends libgtk-4-dev libjson-glib-dev pkg-config "
+       "xvfb xauth imagemagick (as .ci/run does)")
 
 # The drop-downs' items, in the app's order, with the option value each sends.
 SPECULATION = (("Auto", "auto"), ("Off", "off"), ("Block 2", 2), ("Block 4", 4),
@@ -67,8 +68,9 @@ def _missing_tools() -> list[str]:
                 missing.append(f"pkg-config module {module}")
     if shutil.which("Xvfb") is None:
         missing.append("Xvfb")
-    if not os.access(IMPORT, os.X_OK):
-        missing.append(f"{IMPORT} (ImageMagick)")
+    for tool in (IMPORT, IDENTIFY):
+        if not os.access(tool, os.X_OK):
+            missing.append(f"{tool} (ImageMagick)")
     return missing
 
 
@@ -513,7 +515,7 @@ def test_screenshot_of_the_dflash_sample(open_window, display, loaded, codes):
     subprocess.run([IMPORT, "-display", display, "-window", "root", "-crop", geometry,
                     "+repage", str(SCREENSHOT)], check=True, capture_output=True)
     assert window.close() == (0, "")
-    identify = subprocess.run(["/usr/bin/identify", "-format", "%m %w %h %k", str(SCREENSHOT)],
+    identify = subprocess.run([IDENTIFY, "-format", "%m %w %h %k", str(SCREENSHOT)],
                               capture_output=True, text=True, check=True).stdout.split()
     assert identify[:3] == ["PNG", str(event["width"]), str(event["height"])]
     # A drawn window, not an empty screen: text and widgets make many colours.

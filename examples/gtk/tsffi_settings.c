@@ -546,6 +546,7 @@ typedef struct {
     GDataInputStream *commands; /* drive mode */
     gboolean settle_wanted;
     gulong paint_handler;
+    int frames_waited;
 } App;
 
 static void drive_report(App *app, const char *event);
@@ -979,8 +980,20 @@ static void drive_report(App *app, const char *event) {
 
 static void on_painted(GdkFrameClock *clock, gpointer data) {
     App *app = data;
+    int needed;
+    /* A longer message makes the window grow, and the window system answers
+     * that a frame or more later: until then the content is squeezed into the
+     * old size. Wait for the frame that has the room (for a second or so at
+     * most: a window manager may hold the window to a smaller size). */
+    gtk_widget_measure(app->window, GTK_ORIENTATION_VERTICAL, gtk_widget_get_width(app->window),
+                       &needed, NULL, NULL, NULL);
+    if (gtk_widget_get_height(app->window) < needed && ++app->frames_waited < 60) {
+        gtk_widget_queue_draw(app->window);
+        return;
+    }
     g_signal_handler_disconnect(clock, app->paint_handler);
     app->paint_handler = 0;
+    app->frames_waited = 0;
     /* The frame is drawn; make sure the X server has it before anyone looks. */
     gdk_display_sync(gtk_widget_get_display(app->window));
     drive_report(app, "settled");
@@ -1032,6 +1045,9 @@ static void on_command(GObject *stream, GAsyncResult *result, gpointer data) {
 
 static void drive_start(App *app) {
     GInputStream *in = g_unix_input_stream_new(0, FALSE);
+    /* No transitions (a focus ring fading in, say): a frame reported as
+     * settled looks the same however soon after it is captured. */
+    g_object_set(gtk_settings_get_default(), "gtk-enable-animations", FALSE, NULL);
     app->commands = g_data_input_stream_new(in);
     g_object_unref(in);
     g_data_input_stream_read_line_async(app->commands, G_PRIORITY_DEFAULT, NULL, on_command,
