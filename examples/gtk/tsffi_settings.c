@@ -87,6 +87,11 @@ typedef struct {
                                 char **out_json);
 } Tsffi;
 
+/* Every library call site starts with this. The main thread owns the default
+ * main context while the app runs, and no worker does, so a call that slipped
+ * onto the main thread aborts here instead of freezing the window now and then. */
+#define ASSERT_WORKER_THREAD() g_assert(!g_main_context_is_owner(g_main_context_default()))
+
 /* The path to dlopen(): an explicit one, else the installed package's. The
  * error says where it looked, so a person can fix it. Runs on the worker. */
 static char *find_library(const char *explicit_path, char **error) {
@@ -182,6 +187,8 @@ static Loaded *load_library(const char *explicit_path) {
     void *handle;
     char *info = NULL;
     int32_t status;
+
+    ASSERT_WORKER_THREAD();
 
     loaded->path = find_library(explicit_path, &loaded->error);
     if (loaded->path == NULL)
@@ -324,6 +331,7 @@ static void plan_item(const Tsffi *lib, const char *model, guint speculation, gu
                       Outcome *out) {
     char *options = options_json(speculation, drafter);
     char *json = NULL;
+    ASSERT_WORKER_THREAD();
     out->status = lib->speculation_plan(model, options, &json);
     if (out->status == TSFFI_OK)
         parse_plan(json, out);
@@ -606,7 +614,7 @@ static void on_choices_done(GObject *source, GAsyncResult *result, gpointer data
     /* THE GENERATION CHECK. Requests finish in any order; only the answer to
      * the latest change may reach the screen. Cancellation alone is not
      * enough: a worker can finish before the cancel reaches it. */
-    if (request->generation != app->generation) {
+    if (request->generation != app->generation || choices == NULL) {
         if (choices != NULL)
             choices_free(choices);
         return;
