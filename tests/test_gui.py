@@ -170,15 +170,23 @@ class Window:
             self.log.append(event)
         return event
 
-    def settle(self) -> dict:
-        self.send("settle")
+    def request(self, command: str, answer: str) -> dict:
+        """Send `command` and return the next `answer` event."""
+        self.send(command)
         deadline = time.monotonic() + SETTLE_WAIT
         while True:
             event = self.next_event(deadline - time.monotonic())
-            assert event is not None, f"no 'settled' within {SETTLE_WAIT} s; {self.describe()}"
+            assert event is not None, f"no {answer!r} within {SETTLE_WAIT} s; {self.describe()}"
             assert event["event"] != "not-json", event
-            if event["event"] == "settled":
+            if event["event"] == answer:
                 return event
+
+    def settle(self) -> dict:
+        return self.request("settle", "settled")
+
+    def rows(self, drop_down: str, click: str = "") -> list[dict]:
+        """Open a drop-down's list: its rows as drawn (then click one)."""
+        return self.request(f"rows {drop_down} {click}".rstrip(), "rows")["rows"]
 
     def close(self) -> tuple[int, str]:
         """Quit; the exit status and everything the app wrote on stderr."""
@@ -361,6 +369,47 @@ def test_every_sample_and_every_combination(open_window, loaded, codes, tmp_path
     assert problems == [], "\n".join(problems[:20]) + "\n\nwhat the window showed:\n" + \
         "\n".join(rows)
     assert (status, stderr) == (0, "")
+
+
+def test_open_lists_mark_refused_items_and_refuse_clicks(open_window, loaded, codes):
+    """The lists a person opens: each row the library would refuse is drawn
+    insensitive with the refusal as its tooltip, and clicking it chooses
+    nothing; clicking any other row chooses it."""
+    oracle = Oracle(loaded.lib, codes)
+    window = open_window("--library", str(LIBRARY))
+    problems = []
+    for name in SAMPLE_NAMES:
+        model = str(SAMPLES / name)
+        window.send(f"model {model}")
+        for s, d in ((0, 0), (2, 0), (0, 2), (2, 2), (1, 1)):
+            window.send(f"speculation {s}", f"drafter {d}")
+            window.settle()
+            for drop_down, labels, mark in (
+                    ("speculation", [label for label, _ in SPECULATION],
+                     lambda i: oracle.mark(model, i, d)),
+                    ("drafter", list(DRAFTER), lambda j: oracle.mark(model, s, j))):
+                rows = window.rows(drop_down)
+                want = [{"label": label, "sensitive": mark(i)["available"],
+                         "tooltip": mark(i)["refusal"]} for i, label in enumerate(labels)]
+                if rows != want:
+                    problems.append(f"{name} {SPECULATION[s][0]} {DRAFTER[d]} {drop_down} list: "
+                                    f"drawn {rows}, library {want}")
+
+    # Clicks, on the install where auto refuses every block.
+    model = str(SAMPLES / "dflash")
+    window.send(f"model {model}", "speculation 0", "drafter 0")
+    window.settle()
+    clicked = []
+    for i, (label, _) in enumerate(SPECULATION):
+        refused = not oracle.mark(model, i, 0)["available"]
+        window.rows("speculation", label)
+        chosen = window.settle()["selectedSpeculation"]
+        clicked.append((label, refused, chosen))
+        assert chosen == ("Auto" if refused else label), clicked
+        window.send("speculation 0")
+    assert {refused for _, refused, _ in clicked} == {True, False}, clicked
+    assert window.close() == (0, "")
+    assert problems == [], "\n".join(problems)
 
 
 def test_superseded_changes_never_show(open_window, loaded, codes):

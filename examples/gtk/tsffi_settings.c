@@ -566,6 +566,9 @@ typedef struct {
     gboolean settle_wanted;
     gulong paint_handler;
     int frames_waited;
+    GtkWidget *rows_dd; /* the drop-down whose open list is being reported */
+    char *rows_pick;    /* the row to press Enter on then, or NULL */
+    int rows_tries;
 } App;
 
 static void drive_report(App *app, const char *event);
@@ -919,6 +922,9 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
  *   drafter N         select item N of the Drafter drop-down
  *   settle            once the preview shows the latest change and has been
  *                     painted, print a "settled" line
+ *   rows NAME [ITEM]  open the "speculation" or "drafter" list, print a "rows"
+ *                     line of its rows (text, sensitive, tooltip), then click
+ *                     the row labelled ITEM if given, and close it
  *   quit              close the window
  *
  * Every time the preview changes a "shown" line is printed too. Each line is
@@ -998,6 +1004,97 @@ static void drive_report(App *app, const char *event) {
     g_object_unref(b);
 }
 
+/* The rows of a drop-down's open list: what a person sees on clicking it. */
+static GtkWidget *popover_of(GtkWidget *dd) {
+    GtkWidget *child;
+    for (child = gtk_widget_get_first_child(dd); child; child = gtk_widget_get_next_sibling(child))
+        if (GTK_IS_POPOVER(child))
+            return child;
+    return NULL;
+}
+
+/* The labels the factory made, in the popover's list view (not its search
+ * entry's placeholder, say). */
+static void collect_labels(GtkWidget *widget, gboolean in_list, GPtrArray *labels) {
+    GtkWidget *child;
+    for (child = gtk_widget_get_first_child(widget); child;
+         child = gtk_widget_get_next_sibling(child)) {
+        if (in_list && GTK_IS_LABEL(child))
+            g_ptr_array_add(labels, child);
+        else
+            collect_labels(child, in_list || GTK_IS_LIST_VIEW(child), labels);
+    }
+}
+
+/* Polled while a list opens: the rows exist once the popover is mapped and
+ * laid out, which takes the window system a few frames. */
+static gboolean drive_rows_check(gpointer data) {
+    App *app = data;
+    GtkWidget *popover = popover_of(app->rows_dd);
+    GListModel *items = gtk_drop_down_get_model(GTK_DROP_DOWN(app->rows_dd));
+    GPtrArray *labels = g_ptr_array_new();
+    JsonBuilder *b;
+    JsonGenerator *gen;
+    JsonNode *root;
+    char *line;
+    guint i;
+
+    if (popover != NULL && gtk_widget_get_mapped(popover))
+        collect_labels(popover, FALSE, labels);
+    if (labels->len < g_list_model_get_n_items(items) && ++app->rows_tries < 250) {
+        g_ptr_array_unref(labels);
+        return G_SOURCE_CONTINUE;
+    }
+    b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "event");
+    json_builder_add_string_value(b, "rows");
+    json_builder_set_member_name(b, "dropDown");
+    json_builder_add_string_value(b, app->rows_dd == app->drafter_dd ? "drafter" : "speculation");
+    json_builder_set_member_name(b, "rows");
+    json_builder_begin_array(b);
+    for (i = 0; i < labels->len; i++) {
+        GtkWidget *label = labels->pdata[i];
+        const char *tooltip = gtk_widget_get_tooltip_text(label);
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "label");
+        json_builder_add_string_value(b, gtk_label_get_text(GTK_LABEL(label)));
+        json_builder_set_member_name(b, "sensitive");
+        json_builder_add_boolean_value(b, gtk_widget_get_sensitive(label));
+        json_builder_set_member_name(b, "tooltip");
+        json_builder_add_string_value(b, tooltip);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    gen = json_generator_new();
+    json_generator_set_root(gen, root);
+    line = json_generator_to_data(gen, NULL);
+    printf("%s\n", line);
+    fflush(stdout);
+    g_free(line);
+    json_node_unref(root);
+    g_object_unref(gen);
+    g_object_unref(b);
+    /* Click a row, as the row's own click handler does it: select it (a no-op
+     * unless the row is selectable), then activate it (a no-op unless it is
+     * activatable), which makes the drop-down take the list's selection. */
+    for (i = 0; app->rows_pick != NULL && i < labels->len; i++) {
+        if (strcmp(gtk_label_get_text(GTK_LABEL(labels->pdata[i])), app->rows_pick) == 0) {
+            GtkWidget *row = gtk_widget_get_parent(labels->pdata[i]);
+            gtk_widget_activate_action(row, "listitem.select", "(bb)", FALSE, FALSE);
+            g_signal_emit_by_name(row, "activate-keybinding");
+        }
+    }
+    g_ptr_array_unref(labels);
+    if (popover != NULL && gtk_widget_get_visible(popover))
+        gtk_popover_popdown(GTK_POPOVER(popover));
+    g_clear_pointer(&app->rows_pick, g_free);
+    app->rows_dd = NULL;
+    return G_SOURCE_REMOVE;
+}
+
 static void on_painted(GdkFrameClock *clock, gpointer data) {
     App *app = data;
     int needed;
@@ -1049,7 +1146,21 @@ static void on_command(GObject *stream, GAsyncResult *result, gpointer data) {
     else if (g_str_has_prefix(line, "drafter "))
         gtk_drop_down_set_selected(GTK_DROP_DOWN(app->drafter_dd),
                                    (guint)g_ascii_strtoull(line + 8, NULL, 10));
-    else if (strcmp(line, "settle") == 0) {
+    else if (g_str_has_prefix(line, "rows ") && app->rows_dd == NULL) {
+        /* Open the list as a click on the drop-down's button does (its
+         * "clicked" signal), then report its rows once they are there. */
+        char **words = g_strsplit(line + 5, " ", 2);
+        GtkWidget *button;
+        app->rows_dd = strcmp(words[0], "drafter") == 0 ? app->drafter_dd : app->speculation_dd;
+        app->rows_pick = g_strdup(words[1]); /* NULL when only looking */
+        app->rows_tries = 0;
+        g_strfreev(words);
+        for (button = gtk_widget_get_first_child(app->rows_dd); button;
+             button = gtk_widget_get_next_sibling(button))
+            if (GTK_IS_BUTTON(button))
+                g_signal_emit_by_name(button, "clicked");
+        g_timeout_add(20, drive_rows_check, app);
+    } else if (strcmp(line, "settle") == 0) {
         app->settle_wanted = TRUE;
         drive_settle_check(app);
     } else if (strcmp(line, "quit") == 0) {
