@@ -15,9 +15,10 @@
  *  2. THREADS. Every library call runs on a worker thread (GTask), never on
  *     the main thread: the first call starts an embedded runtime and a call
  *     reads the install's files, and neither belongs on the thread that draws.
+ *     ASSERT_WORKER_THREAD() at each call site makes a slip abort at once.
  *  3. STALE ANSWERS. Every change bumps a generation counter; a result that
  *     comes back for an older generation is dropped, never shown
- *     (request_preview / on_preview_done).
+ *     (request_preview / on_choices_done).
  *  4. OWNERSHIP. A string the library returns is the library's: it is read,
  *     copied into GLib strings and released with tsffi_string_free() on the
  *     same worker, never with free() or g_free() (plan_item).
