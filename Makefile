@@ -1,11 +1,13 @@
 # Two commands do all the set-up on a fresh machine (see README.md):
 #   make demo   installs the library into .venv and runs the main job through the C ABI
 #   make test   installs it with the test tools and runs every test
+# and one needs a display:
+#   make gui    builds the GTK 4 settings window (examples/gtk) and opens it
 PYTHON ?= python3
 VENV ?= .venv
 VPY := $(VENV)/bin/python
 
-.PHONY: demo test install venv clean
+.PHONY: demo test gui install venv clean
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +26,20 @@ demo: install
 	for opts in '{}' '{"speculativeDrafter": "dflash", "speculation": 2}' '{"speculation": 2}'; do \
 	    build/plan_host "$$opts" $$SAMPLES/none $$SAMPLES/mtp $$SAMPLES/dflash $$SAMPLES/both || exit 1; \
 	done
+
+# The window loads the library at run time (dlopen), so it links only GTK and
+# json-glib; it finds the library through the installed package's
+# turbospark-ffi command, which PATH puts first.
+GUI_PKGS := gtk4 json-glib-1.0 gio-unix-2.0
+
+gui: install
+	@if [ -z "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	    echo "make gui opens a window and needs a display (DISPLAY or WAYLAND_DISPLAY)" >&2; exit 1; fi
+	mkdir -p build
+	cc -std=c11 -Wall -Wextra -Werror -pedantic -o build/tsffi-settings examples/gtk/tsffi_settings.c \
+	    $$($(VENV)/bin/turbospark-ffi config --cflags) $$(pkg-config --cflags --libs $(GUI_PKGS)) -ldl
+	SAMPLES=$$($(VPY) -I -c "import turbospark_ffi, os; print(os.path.join(os.path.dirname(turbospark_ffi.__file__), 'samples'))" ) && \
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" build/tsffi-settings --model $$SAMPLES/dflash
 
 test: install
 	$(VPY) -m pytest -q tests

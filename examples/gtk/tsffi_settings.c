@@ -1,0 +1,1228 @@
+/* tsffi-settings: a GTK 4 settings window over libturbospark_ffi.
+ *
+ * A reference for GUI developers. The window lets a person pick a model,
+ * choose "Speculation" and "Drafter" the way the engine app offers them, and
+ * previews what the engine would do with those options: the drafter it opens,
+ * whether speculation runs and with which block, and the note, reason or
+ * refusal text exactly as the library words it.
+ *
+ * The four things a host has to get right, and where to find them here:
+ *
+ *  1. LOADING. The library is opened with dlopen() at run time (load_library),
+ *     not linked. Linking would make the app fail to start when the library or
+ *     its runtime is missing; loading it lets the window show the library's
+ *     own error message instead.
+ *  2. THREADS. Every library call runs on a worker thread (GTask), never on
+ *     the main thread: the first call starts an embedded runtime and a call
+ *     reads the install's files, and neither belongs on the thread that draws.
+ *     ASSERT_WORKER_THREAD() at each call site makes a slip abort at once.
+ *  3. STALE ANSWERS. Every change bumps a generation counter; a result that
+ *     comes back for an older generation is dropped, never shown
+ *     (request_preview / on_choices_done).
+ *  4. OWNERSHIP. A string the library returns is the library's: it is read,
+ *     copied into GLib strings and released with tsffi_string_free() on the
+ *     same worker, never with free() or g_free() (plan_item).
+ *
+ * Build (GTK >= 4.8, json-glib, gio-unix):
+ *   cc -std=c11 -Wall -Wextra -Werror tsffi_settings.c -o tsffi-settings \
+ *      $(turbospark-ffi config --cflags) \
+ *      $(pkg-config --cflags --libs gtk4 json-glib-1.0 gio-unix-2.0) -ldl
+ *
+ * Run:
+ *   tsffi-settings [--library PATH] [--model DIR] [--drive]
+ *
+ * Without --library the library is found through $TSFFI_LIBRARY, then the
+ * installed package (`turbospark-ffi config --libdir`, then
+ * `python3 -m turbospark_ffi config --libdir`).
+ *
+ * --drive reads commands from stdin and prints what the window shows as JSON
+ * lines on stdout; tests/test_gui.py drives the real widgets with it (see the
+ * "Drive mode" section at the end).
+ */
+
+/* Written against GTK 4.8 (Debian 12). GtkFileChooserNative is deprecated from
+ * 4.10 in favour of GtkFileDialog, which 4.8 does not have: asking for 4.8
+ * keeps one code path that builds warning-free on both. */
+#define GDK_VERSION_MIN_REQUIRED GDK_VERSION_4_8
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <gio/gunixinputstream.h>
+#include <gtk/gtk.h>
+#include <json-glib/json-glib.h>
+
+/* Only for the TSFFI_ constants and to type-check the pointers below: the
+ * functions themselves come from dlsym(), so nothing here links the library. */
+#include "turbospark_ffi.h"
+
+/* ------------------------------------------------------------------------ */
+/* The items the engine app offers. The option value each one sends is the
+ * same JSON the engine's open receives. */
+
+typedef struct {
+    const char *label;
+    const char *value; /* the option's string value, or NULL for a block */
+    int block;         /* the block to send when value is NULL */
+} SpeculationItem;
+
+static const SpeculationItem SPECULATION_ITEMS[] = {
+    {"Auto", "auto", 0}, {"Off", "off", 0}, {"Block 2", NULL, 2},
+    {"Block 4", NULL, 4}, {"Block 8", NULL, 8},
+};
+#define N_SPECULATION G_N_ELEMENTS(SPECULATION_ITEMS)
+
+static const char *const DRAFTER_ITEMS[] = {"auto", "mtp", "dflash"};
+#define N_DRAFTER G_N_ELEMENTS(DRAFTER_ITEMS)
+
+/* ------------------------------------------------------------------------ */
+/* The library, loaded at run time. */
+
+typedef struct {
+    uint32_t (*abi_version)(void);
+    int32_t (*build_info_json)(char **out_json);
+    size_t (*last_error)(char *buf, size_t cap);
+    void (*string_free)(char *s);
+    int32_t (*speculation_plan)(const char *model_dir, const char *options_json,
+                                char **out_json);
+} Tsffi;
+
+/* Every library call site starts with this. The main thread owns the default
+ * main context while the app runs, and no worker does, so a call that slipped
+ * onto the main thread aborts here instead of freezing the window now and then. */
+#define ASSERT_WORKER_THREAD() g_assert(!g_main_context_is_owner(g_main_context_default()))
+
+/* The path to dlopen(): an explicit one, else the installed package's. The
+ * error says where it looked, so a person can fix it. Runs on the worker. */
+static char *find_library(const char *explicit_path, char **error) {
+    const char *from_env = g_getenv("TSFFI_LIBRARY");
+    /* The two ways an installed package answers "where is the library". */
+    const char *const commands[][5] = {
+        {"turbospark-ffi", "config", "--libdir", NULL, NULL},
+        {"python3", "-m", "turbospark_ffi", "config", "--libdir"},
+    };
+    GString *tried = g_string_new(NULL);
+    size_t i;
+
+    if (explicit_path != NULL)
+        return g_strdup(explicit_path);
+    if (from_env != NULL && from_env[0] != '\0')
+        return g_strdup(from_env);
+    for (i = 0; i < G_N_ELEMENTS(commands); i++) {
+        char *argv[6] = {0};
+        char *out = NULL, *err = NULL;
+        int wait_status = 0;
+        GError *spawn_error = NULL;
+        memcpy(argv, commands[i], sizeof commands[i]);
+        if (g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                         &wait_status, &spawn_error) &&
+            g_spawn_check_wait_status(wait_status, NULL)) {
+            char *path = g_build_filename(g_strstrip(out), "libturbospark_ffi.so", NULL);
+            g_free(out);
+            g_free(err);
+            g_string_free(tried, TRUE);
+            return path;
+        }
+        g_string_append_printf(tried, "\n  %s %s: %s", argv[0], argv[1],
+                               spawn_error ? spawn_error->message
+                                           : (err && err[0] ? g_strstrip(err) : "failed"));
+        g_clear_error(&spawn_error);
+        g_free(out);
+        g_free(err);
+    }
+    *error = g_strdup_printf("libturbospark_ffi was not found: pass --library PATH, set "
+                             "TSFFI_LIBRARY, or install the turbospark_ffi package. Tried:%s",
+                             tried->str);
+    g_string_free(tried, TRUE);
+    return NULL;
+}
+
+/* The calling thread's last error, as a GLib string. The last error is per
+ * thread, so this must run on the thread that made the failing call. */
+static char *last_error_text(const Tsffi *lib) {
+    size_t len = lib->last_error(NULL, 0);
+    char *text = g_malloc(len + 1);
+    lib->last_error(text, len + 1);
+    return text;
+}
+
+/* What the load task hands back to the main thread. */
+typedef struct {
+    const Tsffi *lib; /* NULL when the library cannot be used */
+    char *path;       /* what was loaded (or tried) */
+    char *error;      /* why it cannot be used: the loader's or the library's words */
+    char *summary;    /* the build information, one line */
+} Loaded;
+
+static void loaded_free(Loaded *loaded) {
+    g_free(loaded->path);
+    g_free(loaded->error);
+    g_free(loaded->summary);
+    g_free(loaded);
+}
+
+/* Resolve one symbol into a function pointer. The sizeof() line is a
+ * compile-time check that the pointer's type matches the header's prototype;
+ * sizeof does not evaluate its operand, so it references no symbol. Going
+ * through void ** is the POSIX way to store dlsym()'s result in a function
+ * pointer without a cast ISO C forbids. */
+#define RESOLVE(lib, field, symbol)                                               \
+    do {                                                                          \
+        (void)sizeof((lib)->field = symbol);                                      \
+        *(void **)&(lib)->field = dlsym(handle, #symbol);                         \
+        if ((lib)->field == NULL) {                                               \
+            loaded->error = g_strdup_printf("%s: %s is missing", loaded->path, #symbol); \
+            g_free(lib);                                                          \
+            return loaded;                                                        \
+        }                                                                         \
+    } while (0)
+
+/* Runs on the worker: find, dlopen and check the library, then make the first
+ * call, which starts its embedded runtime. A library that loads but whose
+ * runtime cannot start (its Python package is missing, say) answers that call
+ * with TSFFI_ERR_RUNTIME and a message; that message is what the window shows. */
+static Loaded *load_library(const char *explicit_path) {
+    Loaded *loaded = g_new0(Loaded, 1);
+    Tsffi *lib;
+    void *handle;
+    char *info = NULL;
+    int32_t status;
+
+    ASSERT_WORKER_THREAD();
+
+    loaded->path = find_library(explicit_path, &loaded->error);
+    if (loaded->path == NULL)
+        return loaded;
+    /* Never dlclose()d: the library stays resident for the process anyway
+     * (its header says so), and lib points into it. */
+    handle = dlopen(loaded->path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        loaded->error = g_strdup(dlerror());
+        return loaded;
+    }
+    lib = g_new0(Tsffi, 1);
+    RESOLVE(lib, abi_version, tsffi_abi_version);
+    RESOLVE(lib, build_info_json, tsffi_build_info_json);
+    RESOLVE(lib, last_error, tsffi_last_error);
+    RESOLVE(lib, string_free, tsffi_string_free);
+    RESOLVE(lib, speculation_plan, tsffi_speculation_plan);
+    if (lib->abi_version() != TSFFI_ABI_VERSION) {
+        loaded->error = g_strdup_printf("%s speaks ABI %u; this app was built for ABI %u",
+                                        loaded->path, lib->abi_version(), TSFFI_ABI_VERSION);
+        g_free(lib);
+        return loaded;
+    }
+    status = lib->build_info_json(&info);
+    if (status != TSFFI_OK) {
+        loaded->error = last_error_text(lib);
+        g_free(lib);
+        return loaded;
+    }
+    {
+        JsonParser *parser = json_parser_new();
+        if (json_parser_load_from_data(parser, info, -1, NULL)) {
+            JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+            loaded->summary = g_strdup_printf(
+                "libturbospark_ffi %s (ABI %u, Python %s)",
+                json_object_get_string_member_with_default(o, "version", "?"),
+                lib->abi_version(), json_object_get_string_member_with_default(o, "python", "?"));
+        }
+        g_object_unref(parser);
+    }
+    lib->string_free(info);
+    loaded->lib = lib;
+    return loaded;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One plan, as the preview shows it. Computed on the worker, then owned by
+ * the main thread. Every string is a GLib copy; none points into the library. */
+
+typedef struct {
+    int32_t status;   /* TSFFI_OK, TSFFI_ERR_REFUSED, ... */
+    char *error;      /* the library's message when status is not TSFFI_OK */
+    char *drafter;    /* "mtp" or "dflash": the drafter the engine opens */
+    gint64 block;     /* the block speculation runs with; 0 when it does not run */
+    char *policies;   /* the draft policies in a few words */
+    char *note;       /* the drafter choice's note, or NULL */
+    char *reason;     /* why speculation is off, or NULL */
+} Outcome;
+
+static void outcome_clear(Outcome *o) {
+    g_free(o->error);
+    g_free(o->drafter);
+    g_free(o->policies);
+    g_free(o->note);
+    g_free(o->reason);
+    memset(o, 0, sizeof *o);
+}
+
+/* A string member, or NULL when it is absent or JSON null. */
+static const char *string_or_null(JsonObject *o, const char *name) {
+    JsonNode *node = json_object_get_member(o, name);
+    return node != NULL && JSON_NODE_HOLDS_VALUE(node) ? json_node_get_string(node) : NULL;
+}
+
+static gint64 int_or_zero(JsonObject *o, const char *name) {
+    JsonNode *node = json_object_get_member(o, name);
+    return node != NULL && JSON_NODE_HOLDS_VALUE(node) ? json_node_get_int(node) : 0;
+}
+
+static char *policy_text(JsonObject *policies, const char *name) {
+    JsonObject *p = json_object_get_object_member(policies, name);
+    const char *mode = string_or_null(p, "mode");
+    gint64 block = int_or_zero(p, "block");
+    return block ? g_strdup_printf("%s %s %" G_GINT64_FORMAT, name, mode, block)
+                 : g_strdup_printf("%s %s", name, mode);
+}
+
+/* Read tsffi_speculation_plan's JSON (see the header for its shape). */
+static void parse_plan(const char *json, Outcome *out) {
+    JsonParser *parser = json_parser_new();
+    GError *error = NULL;
+    if (!json_parser_load_from_data(parser, json, -1, &error)) {
+        out->status = TSFFI_ERR_INTERNAL;
+        out->error = g_strdup_printf("the plan is not JSON: %s", error->message);
+        g_error_free(error);
+    } else {
+        JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+        JsonObject *drafter = json_object_get_object_member(root, "drafter");
+        JsonObject *policies = json_object_get_object_member(root, "draftPolicies");
+        JsonObject *speculation = json_object_get_object_member(root, "speculation");
+        char *mtp = policy_text(policies, "mtp");
+        char *dflash = policy_text(policies, "dflash");
+        out->drafter = g_strdup(string_or_null(drafter, "drafter"));
+        out->note = g_strdup(string_or_null(drafter, "note"));
+        out->block = int_or_zero(speculation, "block");
+        out->reason = g_strdup(string_or_null(speculation, "reason"));
+        out->policies = g_strdup_printf("%s, %s", mtp, dflash);
+        g_free(mtp);
+        g_free(dflash);
+    }
+    g_object_unref(parser);
+}
+
+/* The options object for one pair of items: what the engine's open gets. */
+static char *options_json(guint speculation, guint drafter) {
+    JsonBuilder *b = json_builder_new();
+    JsonGenerator *gen = json_generator_new();
+    JsonNode *root;
+    char *text;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "speculation");
+    if (SPECULATION_ITEMS[speculation].value != NULL)
+        json_builder_add_string_value(b, SPECULATION_ITEMS[speculation].value);
+    else
+        json_builder_add_int_value(b, SPECULATION_ITEMS[speculation].block);
+    json_builder_set_member_name(b, "speculativeDrafter");
+    json_builder_add_string_value(b, DRAFTER_ITEMS[drafter]);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    text = json_generator_to_data(gen, NULL);
+    json_node_unref(root);
+    g_object_unref(gen);
+    g_object_unref(b);
+    return text;
+}
+
+/* One library call. Runs on the worker. */
+static void plan_item(const Tsffi *lib, const char *model, guint speculation, guint drafter,
+                      Outcome *out) {
+    char *options = options_json(speculation, drafter);
+    char *json = NULL;
+    ASSERT_WORKER_THREAD();
+    out->status = lib->speculation_plan(model, options, &json);
+    if (out->status == TSFFI_OK)
+        parse_plan(json, out);
+    else
+        out->error = last_error_text(lib); /* same thread as the call: the error is per thread */
+    /* The library's string, released by the library (NULL when the call failed,
+     * which tsffi_string_free accepts). Nothing keeps a pointer into it. */
+    lib->string_free(json);
+    g_free(options);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The work a change asks for: the plan for every item of each drop-down, the
+ * other drop-down held at its current selection. The selected pair's plan is
+ * the preview.
+ *
+ * ONE task computes all of them, so that the marks and the preview always come
+ * from the same moment of the install. When the library gains a single call
+ * that answers every choice at once, only compute_choices() changes. */
+
+typedef struct {
+    guint generation;  /* the change this answers */
+    const Tsffi *lib;  /* immutable once loaded, never freed: safe on any thread */
+    char *model;       /* a folder today; an alias would be passed the same way */
+    guint speculation; /* selected items */
+    guint drafter;
+} Request;
+
+typedef struct {
+    Outcome speculation[N_SPECULATION]; /* each item, with the selected drafter */
+    Outcome drafter[N_DRAFTER];         /* each item, with the selected speculation */
+} Choices;
+
+static void request_free(Request *r) {
+    g_free(r->model);
+    g_free(r);
+}
+
+static void choices_free(Choices *c) {
+    size_t i;
+    for (i = 0; i < N_SPECULATION; i++)
+        outcome_clear(&c->speculation[i]);
+    for (i = 0; i < N_DRAFTER; i++)
+        outcome_clear(&c->drafter[i]);
+    g_free(c);
+}
+
+/* NULL when a newer change cancelled it midway: nobody would look. */
+static Choices *compute_choices(const Request *r, GCancellable *cancellable) {
+    Choices *c = g_new0(Choices, 1);
+    guint i;
+    for (i = 0; i < N_SPECULATION; i++) {
+        if (g_cancellable_is_cancelled(cancellable))
+            goto cancelled;
+        plan_item(r->lib, r->model, i, r->drafter, &c->speculation[i]);
+    }
+    for (i = 0; i < N_DRAFTER; i++) {
+        if (g_cancellable_is_cancelled(cancellable))
+            goto cancelled;
+        plan_item(r->lib, r->model, r->speculation, i, &c->drafter[i]);
+    }
+    return c;
+cancelled:
+    choices_free(c);
+    return NULL;
+}
+
+static void choices_worker(GTask *task, gpointer source, gpointer data,
+                           GCancellable *cancellable) {
+    Choices *c = compute_choices(data, cancellable);
+    (void)source;
+    if (c == NULL)
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_CANCELLED, "superseded");
+    else
+        g_task_return_pointer(task, c, (GDestroyNotify)choices_free);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A drop-down item that knows whether choosing it would be refused. The
+ * drop-down's rows bind to its two properties, so re-marking an item updates
+ * the row in place without touching the selection. */
+
+#define CHOICE_TYPE_ITEM (choice_item_get_type())
+G_DECLARE_FINAL_TYPE(ChoiceItem, choice_item, CHOICE, ITEM, GObject)
+
+struct _ChoiceItem {
+    GObject parent;
+    char *label;
+    gboolean available; /* FALSE: the library would refuse this choice */
+    char *refusal;      /* the refusal text, verbatim; NULL when available */
+};
+
+enum { PROP_AVAILABLE = 1, PROP_REFUSAL, N_PROPS };
+static GParamSpec *choice_props[N_PROPS];
+
+G_DEFINE_FINAL_TYPE(ChoiceItem, choice_item, G_TYPE_OBJECT)
+
+static void choice_item_get_property(GObject *obj, guint id, GValue *value, GParamSpec *pspec) {
+    ChoiceItem *self = CHOICE_ITEM(obj);
+    if (id == PROP_AVAILABLE)
+        g_value_set_boolean(value, self->available);
+    else if (id == PROP_REFUSAL)
+        g_value_set_string(value, self->refusal);
+    else
+        G_OBJECT_WARN_INVALID_PROPERTY_ID(obj, id, pspec);
+}
+
+static void choice_item_finalize(GObject *obj) {
+    ChoiceItem *self = CHOICE_ITEM(obj);
+    g_free(self->label);
+    g_free(self->refusal);
+    G_OBJECT_CLASS(choice_item_parent_class)->finalize(obj);
+}
+
+static void choice_item_class_init(ChoiceItemClass *klass) {
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+    object_class->get_property = choice_item_get_property;
+    object_class->finalize = choice_item_finalize;
+    choice_props[PROP_AVAILABLE] = g_param_spec_boolean(
+        "available", NULL, NULL, TRUE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+    choice_props[PROP_REFUSAL] = g_param_spec_string(
+        "refusal", NULL, NULL, NULL, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+    g_object_class_install_properties(object_class, N_PROPS, choice_props);
+}
+
+static void choice_item_init(ChoiceItem *self) {
+    self->available = TRUE;
+}
+
+static ChoiceItem *choice_item_new(const char *label) {
+    ChoiceItem *self = g_object_new(CHOICE_TYPE_ITEM, NULL);
+    self->label = g_strdup(label);
+    return self;
+}
+
+/* Mark the item from its plan: only a refusal makes it unavailable (an error
+ * of another kind is about the whole window, not about this choice). */
+static void choice_item_mark(ChoiceItem *self, const Outcome *o) {
+    gboolean available = o->status != TSFFI_ERR_REFUSED;
+    const char *refusal = available ? NULL : o->error;
+    if (self->available != available) {
+        self->available = available;
+        g_object_notify_by_pspec(G_OBJECT(self), choice_props[PROP_AVAILABLE]);
+    }
+    if (g_strcmp0(self->refusal, refusal) != 0) {
+        g_free(self->refusal);
+        self->refusal = g_strdup(refusal);
+        g_object_notify_by_pspec(G_OBJECT(self), choice_props[PROP_REFUSAL]);
+    }
+}
+
+/* The rows: a label, insensitive with the refusal as its tooltip when the
+ * item would be refused. The row itself is made neither selectable nor
+ * activatable then, so the item cannot be chosen from the list. */
+static void row_setup(GtkSignalListItemFactory *f, GtkListItem *row, gpointer data) {
+    GtkWidget *label = gtk_label_new(NULL);
+    (void)f, (void)data;
+    gtk_label_set_xalign(GTK_LABEL(label), 0);
+    gtk_list_item_set_child(row, label);
+}
+
+static void row_bind(GtkSignalListItemFactory *f, GtkListItem *row, gpointer data) {
+    ChoiceItem *item = gtk_list_item_get_item(row);
+    GtkWidget *label = gtk_list_item_get_child(row);
+    GPtrArray *bindings = g_ptr_array_new_with_free_func((GDestroyNotify)g_binding_unbind);
+    (void)f, (void)data;
+    gtk_label_set_text(GTK_LABEL(label), item->label);
+    g_ptr_array_add(bindings, g_object_bind_property(item, "available", label, "sensitive",
+                                                     G_BINDING_SYNC_CREATE));
+    g_ptr_array_add(bindings, g_object_bind_property(item, "refusal", label, "tooltip-text",
+                                                     G_BINDING_SYNC_CREATE));
+    g_ptr_array_add(bindings, g_object_bind_property(item, "available", row, "selectable",
+                                                     G_BINDING_SYNC_CREATE));
+    g_ptr_array_add(bindings, g_object_bind_property(item, "available", row, "activatable",
+                                                     G_BINDING_SYNC_CREATE));
+    /* Unbound when the row is recycled for another item (row_unbind). */
+    g_object_set_data_full(G_OBJECT(row), "bindings", bindings,
+                           (GDestroyNotify)g_ptr_array_unref);
+}
+
+static void row_unbind(GtkSignalListItemFactory *f, GtkListItem *row, gpointer data) {
+    (void)f, (void)data;
+    g_object_set_data(G_OBJECT(row), "bindings", NULL);
+}
+
+/* The theme pads only activatable rows, so a refused item would sit cramped
+ * among the others: one padding for every row of a drop-down's list. */
+static void style_rows(void) {
+    GtkCssProvider *css = gtk_css_provider_new();
+    gtk_css_provider_load_from_data(css, "dropdown popover listview > row { padding: 8px 12px; }",
+                                    -1);
+    gtk_style_context_add_provider_for_display(gdk_display_get_default(), GTK_STYLE_PROVIDER(css),
+                                               GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+    g_object_unref(css);
+}
+
+static GtkWidget *choice_drop_down(GListStore *items) {
+    GtkListItemFactory *factory = gtk_signal_list_item_factory_new();
+    GtkWidget *dd;
+    g_signal_connect(factory, "setup", G_CALLBACK(row_setup), NULL);
+    g_signal_connect(factory, "bind", G_CALLBACK(row_bind), NULL);
+    g_signal_connect(factory, "unbind", G_CALLBACK(row_unbind), NULL);
+    /* The drop-down takes the store's reference and its own on the factory. */
+    dd = gtk_drop_down_new(G_LIST_MODEL(items), NULL);
+    gtk_drop_down_set_factory(GTK_DROP_DOWN(dd), factory);
+    g_object_unref(factory);
+    return dd;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The window. */
+
+typedef struct {
+    GtkApplication *gtk;
+    char *library_arg; /* --library, or NULL */
+    char *model_arg;   /* --model, or NULL */
+    gboolean drive;    /* --drive */
+
+    GtkWidget *window, *model_entry, *choose_button, *speculation_dd, *drafter_dd;
+    GtkWidget *drafter_value, *speculation_value, *policies_value;
+    GtkWidget *message_kind, *message_value, *library_value;
+    GListStore *speculation_items, *drafter_items; /* owned by the drop-downs */
+
+    gboolean loading;      /* the load task has not answered yet */
+    const Tsffi *lib;      /* set by the load task; NULL until then and if it failed */
+    guint generation;      /* bumped by every change that alters the answer */
+    guint shown;           /* the generation the preview shows */
+    GCancellable *pending; /* the in-flight request's, to cut its work short */
+    GFileMonitor *monitor; /* the model folder, when the model is a folder */
+
+    GDataInputStream *commands; /* drive mode */
+    gboolean settle_wanted;
+    gulong paint_handler;
+    int frames_waited;
+    GtkWidget *rows_dd; /* the drop-down whose open list is being reported */
+    char *rows_pick;    /* the row to press Enter on then, or NULL */
+    int rows_tries;
+} App;
+
+static void drive_report(App *app, const char *event);
+static void drive_settle_check(App *app);
+
+static void set_preview(App *app, const char *drafter, const char *speculation,
+                        const char *policies, const char *kind, const char *message) {
+    gtk_label_set_text(GTK_LABEL(app->drafter_value), drafter);
+    gtk_label_set_text(GTK_LABEL(app->speculation_value), speculation);
+    gtk_label_set_text(GTK_LABEL(app->policies_value), policies);
+    gtk_label_set_text(GTK_LABEL(app->message_kind), kind);
+    gtk_label_set_text(GTK_LABEL(app->message_value), message);
+}
+
+/* The preview of one plan: every text the library gave is shown verbatim. */
+static void show_outcome(App *app, const Outcome *o) {
+    if (o->status == TSFFI_OK) {
+        char *speculation = o->block
+                                ? g_strdup_printf("yes, block %" G_GINT64_FORMAT, o->block)
+                                : g_strdup("no");
+        const char *kind = o->note ? "Note" : o->reason ? "Reason" : "";
+        char *message;
+        if (o->note && o->reason && strcmp(o->note, o->reason) != 0)
+            message = g_strdup_printf("%s\n\n%s", o->note, o->reason);
+        else
+            message = g_strdup(o->note ? o->note : o->reason ? o->reason : "");
+        set_preview(app, o->drafter, speculation, o->policies, kind, message);
+        g_free(speculation);
+        g_free(message);
+    } else if (o->status == TSFFI_ERR_REFUSED) {
+        set_preview(app, "none: the engine would refuse to open", "refused", "-", "Refused",
+                    o->error);
+    } else {
+        char *kind = g_strdup_printf("Error %d", (int)o->status);
+        set_preview(app, "-", "-", "-", kind, o->error);
+        g_free(kind);
+    }
+}
+
+static void mark_items(GListStore *store, const Outcome *outcomes) {
+    guint i, n = g_list_model_get_n_items(G_LIST_MODEL(store));
+    for (i = 0; i < n; i++) {
+        ChoiceItem *item = g_list_model_get_item(G_LIST_MODEL(store), i); /* a reference */
+        choice_item_mark(item, &outcomes[i]);
+        g_object_unref(item);
+    }
+}
+
+/* Main thread: a request's answer is back. */
+static void on_choices_done(GObject *source, GAsyncResult *result, gpointer data) {
+    App *app = data;
+    GTask *task = G_TASK(result);
+    Request *request = g_task_get_task_data(task);
+    Choices *choices = g_task_propagate_pointer(task, NULL); /* NULL if cancelled */
+    (void)source;
+
+    /* THE GENERATION CHECK. Requests finish in any order; only the answer to
+     * the latest change may reach the screen. Cancellation alone is not
+     * enough: a worker can finish before the cancel reaches it. */
+    if (request->generation != app->generation || choices == NULL) {
+        if (choices != NULL)
+            choices_free(choices);
+        return;
+    }
+    g_clear_object(&app->pending);
+    mark_items(app->speculation_items, choices->speculation);
+    mark_items(app->drafter_items, choices->drafter);
+    show_outcome(app, &choices->speculation[request->speculation]);
+    choices_free(choices);
+    app->shown = request->generation;
+    drive_report(app, "shown");
+    drive_settle_check(app);
+}
+
+/* Every change lands here: bump the generation, cut the previous request
+ * short and ask again, on a worker. */
+static void request_preview(App *app) {
+    Request *request;
+    GTask *task;
+    const char *model = gtk_editable_get_text(GTK_EDITABLE(app->model_entry));
+
+    app->generation++;
+    if (app->pending != NULL) {
+        g_cancellable_cancel(app->pending);
+        g_clear_object(&app->pending);
+    }
+    if (app->lib == NULL) /* still loading (it asks once loaded), or it failed */
+        return;
+    if (model[0] == '\0') {
+        set_preview(app, "-", "-", "-", "", "Choose a model folder.");
+        app->shown = app->generation;
+        drive_report(app, "shown");
+        drive_settle_check(app);
+        return;
+    }
+    request = g_new0(Request, 1);
+    request->generation = app->generation;
+    request->lib = app->lib;
+    request->model = g_strdup(model);
+    request->speculation = gtk_drop_down_get_selected(GTK_DROP_DOWN(app->speculation_dd));
+    request->drafter = gtk_drop_down_get_selected(GTK_DROP_DOWN(app->drafter_dd));
+    app->pending = g_cancellable_new();
+    task = g_task_new(NULL, app->pending, on_choices_done, app);
+    g_task_set_task_data(task, request, (GDestroyNotify)request_free);
+    g_task_run_in_thread(task, choices_worker);
+    g_object_unref(task);
+}
+
+/* The model folder changed on disk: a drafter finished streaming in, say.
+ * Everything but in-progress writes counts: CHANGES_DONE_HINT arrives when a
+ * file is closed (or has stopped changing), so the index is read whole, and
+ * the engine's writer finishes an install with its manifest, so the last
+ * event of an install comes after every file is in place. */
+static void on_folder_changed(GFileMonitor *monitor, GFile *file, GFile *other,
+                              GFileMonitorEvent event, gpointer data) {
+    (void)monitor, (void)file, (void)other;
+    if (event == G_FILE_MONITOR_EVENT_CHANGED ||
+        event == G_FILE_MONITOR_EVENT_ATTRIBUTE_CHANGED)
+        return;
+    request_preview(data);
+}
+
+static void watch_model(App *app, const char *model) {
+    GFile *folder;
+    if (app->monitor != NULL) {
+        g_file_monitor_cancel(app->monitor);
+        g_clear_object(&app->monitor);
+    }
+    /* Only a folder can be watched; anything else (a path still being typed,
+     * or a name the library resolves) is simply asked about. */
+    if (!g_file_test(model, G_FILE_TEST_IS_DIR))
+        return;
+    folder = g_file_new_for_path(model);
+    app->monitor = g_file_monitor_directory(folder, G_FILE_MONITOR_WATCH_MOVES, NULL, NULL);
+    g_object_unref(folder);
+    if (app->monitor != NULL)
+        g_signal_connect(app->monitor, "changed", G_CALLBACK(on_folder_changed), app);
+}
+
+static void on_model_changed(GtkEditable *entry, gpointer data) {
+    App *app = data;
+    watch_model(app, gtk_editable_get_text(entry));
+    request_preview(app);
+}
+
+static void on_selection_changed(GObject *dd, GParamSpec *pspec, gpointer data) {
+    (void)dd, (void)pspec;
+    request_preview(data);
+}
+
+static void on_folder_chosen(GtkNativeDialog *dialog, int response, gpointer data) {
+    App *app = data;
+    if (response == GTK_RESPONSE_ACCEPT) {
+        GFile *folder = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(dialog));
+        char *path = g_file_get_path(folder);
+        if (path != NULL)
+            gtk_editable_set_text(GTK_EDITABLE(app->model_entry), path);
+        g_free(path);
+        g_object_unref(folder);
+    }
+    g_object_unref(dialog);
+}
+
+static void on_choose_clicked(GtkButton *button, gpointer data) {
+    App *app = data;
+    GtkFileChooserNative *dialog = gtk_file_chooser_native_new(
+        "Choose a model folder", GTK_WINDOW(app->window), GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
+        "_Open", "_Cancel");
+    (void)button;
+    g_signal_connect(dialog, "response", G_CALLBACK(on_folder_chosen), app);
+    gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));
+}
+
+/* Main thread: the load task is back. */
+static void on_loaded(GObject *source, GAsyncResult *result, gpointer data) {
+    App *app = data;
+    Loaded *loaded = g_task_propagate_pointer(G_TASK(result), NULL);
+    (void)source;
+    app->loading = FALSE;
+    if (loaded->lib == NULL) {
+        /* The library's (or the loader's) own words, and a window that stays
+         * up to show them. */
+        char *where = g_strdup_printf("%s: cannot be used", loaded->path ? loaded->path
+                                                                           : "libturbospark_ffi");
+        gtk_label_set_text(GTK_LABEL(app->library_value), where);
+        set_preview(app, "-", "-", "-", "Library error", loaded->error);
+        gtk_widget_set_sensitive(app->model_entry, FALSE);
+        gtk_widget_set_sensitive(app->choose_button, FALSE);
+        gtk_widget_set_sensitive(app->speculation_dd, FALSE);
+        gtk_widget_set_sensitive(app->drafter_dd, FALSE);
+        g_free(where);
+        app->shown = app->generation;
+        drive_report(app, "shown");
+        drive_settle_check(app);
+    } else {
+        char *where = g_strdup_printf("%s\n%s", loaded->summary ? loaded->summary : "",
+                                      loaded->path);
+        gtk_label_set_text(GTK_LABEL(app->library_value), where);
+        g_free(where);
+        app->lib = loaded->lib;
+        request_preview(app);
+    }
+    loaded_free(loaded);
+}
+
+static void load_worker(GTask *task, gpointer source, gpointer data, GCancellable *c) {
+    (void)source, (void)c;
+    g_task_return_pointer(task, load_library(data), (GDestroyNotify)loaded_free);
+}
+
+/* A row's name: level with a control's middle, or with a text's first line. */
+static GtkWidget *heading_aligned(const char *text, float yalign) {
+    GtkWidget *label = gtk_label_new(text);
+    gtk_label_set_xalign(GTK_LABEL(label), 1);
+    gtk_label_set_yalign(GTK_LABEL(label), yalign);
+    gtk_widget_add_css_class(label, "dim-label");
+    return label;
+}
+
+static GtkWidget *heading(const char *text) {
+    return heading_aligned(text, 0);
+}
+
+/* A value label: selectable, so a person can copy the library's words. */
+static GtkWidget *value_label(void) {
+    GtkWidget *label = gtk_label_new(NULL);
+    gtk_label_set_xalign(GTK_LABEL(label), 0);
+    gtk_label_set_wrap(GTK_LABEL(label), TRUE);
+    /* A wrapped label asks for its longest word as its minimum width, and
+     * then for a very tall height at that width; a floor keeps the window's
+     * shape steady as messages come and go. */
+    gtk_label_set_width_chars(GTK_LABEL(label), 50);
+    gtk_label_set_max_width_chars(GTK_LABEL(label), 60);
+    gtk_label_set_selectable(GTK_LABEL(label), TRUE);
+    gtk_widget_set_hexpand(label, TRUE);
+    return label;
+}
+
+static GListStore *choice_store(const char *const *labels, size_t n) {
+    GListStore *store = g_list_store_new(CHOICE_TYPE_ITEM);
+    size_t i;
+    for (i = 0; i < n; i++) {
+        ChoiceItem *item = choice_item_new(labels[i]);
+        g_list_store_append(store, item);
+        g_object_unref(item);
+    }
+    return store;
+}
+
+static void drive_start(App *app);
+
+static void on_activate(GtkApplication *gtk, gpointer data) {
+    App *app = data;
+    GtkWidget *grid = gtk_grid_new();
+    GtkWidget *model_row = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 6);
+    const char *speculation_labels[N_SPECULATION];
+    GTask *task;
+    size_t i;
+
+    style_rows();
+    app->window = gtk_application_window_new(gtk);
+    gtk_window_set_title(GTK_WINDOW(app->window), "Speculation settings");
+    gtk_window_set_default_size(GTK_WINDOW(app->window), 640, -1);
+    gtk_grid_set_row_spacing(GTK_GRID(grid), 10);
+    gtk_grid_set_column_spacing(GTK_GRID(grid), 12);
+    gtk_widget_set_margin_start(grid, 18);
+    gtk_widget_set_margin_end(grid, 18);
+    gtk_widget_set_margin_top(grid, 18);
+    gtk_widget_set_margin_bottom(grid, 18);
+
+    app->model_entry = gtk_entry_new();
+    gtk_entry_set_placeholder_text(GTK_ENTRY(app->model_entry), "a model folder");
+    gtk_widget_set_hexpand(app->model_entry, TRUE);
+    app->choose_button = gtk_button_new_with_mnemonic("_Choose…");
+    gtk_box_append(GTK_BOX(model_row), app->model_entry);
+    gtk_box_append(GTK_BOX(model_row), app->choose_button);
+
+    for (i = 0; i < N_SPECULATION; i++)
+        speculation_labels[i] = SPECULATION_ITEMS[i].label;
+    app->speculation_items = choice_store(speculation_labels, N_SPECULATION);
+    app->drafter_items = choice_store(DRAFTER_ITEMS, N_DRAFTER);
+    app->speculation_dd = choice_drop_down(app->speculation_items);
+    app->drafter_dd = choice_drop_down(app->drafter_items);
+    gtk_widget_set_halign(app->speculation_dd, GTK_ALIGN_START);
+    gtk_widget_set_halign(app->drafter_dd, GTK_ALIGN_START);
+
+    app->drafter_value = value_label();
+    app->speculation_value = value_label();
+    app->policies_value = value_label();
+    app->message_kind = heading(NULL);
+    app->message_value = value_label();
+    app->library_value = value_label();
+    gtk_widget_add_css_class(app->library_value, "dim-label");
+
+    gtk_grid_attach(GTK_GRID(grid), heading_aligned("Model", 0.5), 0, 0, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), model_row, 1, 0, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading_aligned("Speculation", 0.5), 0, 1, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->speculation_dd, 1, 1, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading_aligned("Drafter", 0.5), 0, 2, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->drafter_dd, 1, 2, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), 0, 3, 2, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Opens drafter"), 0, 4, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->drafter_value, 1, 4, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Speculates"), 0, 5, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->speculation_value, 1, 5, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Draft policies"), 0, 6, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->policies_value, 1, 6, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->message_kind, 0, 7, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->message_value, 1, 7, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), 0, 8, 2, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Library"), 0, 9, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->library_value, 1, 9, 1, 1);
+    gtk_window_set_child(GTK_WINDOW(app->window), grid);
+
+    set_preview(app, "-", "-", "-", "", "Loading libturbospark_ffi…");
+    gtk_label_set_text(GTK_LABEL(app->library_value), "loading…");
+    if (app->model_arg != NULL)
+        gtk_editable_set_text(GTK_EDITABLE(app->model_entry), app->model_arg);
+    watch_model(app, gtk_editable_get_text(GTK_EDITABLE(app->model_entry)));
+
+    /* Connected after the initial values are set, so that setting them asks
+     * nothing: the load task asks once the library is there. */
+    g_signal_connect(app->model_entry, "changed", G_CALLBACK(on_model_changed), app);
+    g_signal_connect(app->choose_button, "clicked", G_CALLBACK(on_choose_clicked), app);
+    g_signal_connect(app->speculation_dd, "notify::selected", G_CALLBACK(on_selection_changed),
+                     app);
+    g_signal_connect(app->drafter_dd, "notify::selected", G_CALLBACK(on_selection_changed), app);
+
+    gtk_widget_grab_focus(app->speculation_dd);
+    gtk_window_present(GTK_WINDOW(app->window));
+
+    /* Even loading is off the main thread: finding the library may run the
+     * package's command, and the first call starts the embedded runtime. */
+    app->loading = TRUE;
+    task = g_task_new(NULL, NULL, on_loaded, app);
+    g_task_set_task_data(task, g_strdup(app->library_arg), g_free);
+    g_task_run_in_thread(task, load_worker);
+    g_object_unref(task);
+
+    if (app->drive)
+        drive_start(app);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Drive mode: the test's hands on the real widgets. Commands, one a line on
+ * stdin, act through the same calls a person's clicks end in, so the real
+ * signal handlers run:
+ *
+ *   model TEXT        set the model entry's text
+ *   speculation N     select item N of the Speculation drop-down
+ *   drafter N         select item N of the Drafter drop-down
+ *   settle            once the preview shows the latest change and has been
+ *                     painted, print a "settled" line
+ *   rows NAME [ITEM]  open the "speculation" or "drafter" list, print a "rows"
+ *                     line of its rows (text, sensitive, tooltip), then click
+ *                     the row labelled ITEM if given, and close it
+ *   quit              close the window
+ *
+ * Every time the preview changes a "shown" line is printed too. Each line is
+ * a JSON object holding what the labels and drop-downs actually show. */
+
+static void add_items(JsonBuilder *b, const char *name, GListStore *store) {
+    guint i, n = g_list_model_get_n_items(G_LIST_MODEL(store));
+    json_builder_set_member_name(b, name);
+    json_builder_begin_array(b);
+    for (i = 0; i < n; i++) {
+        ChoiceItem *item = g_list_model_get_item(G_LIST_MODEL(store), i);
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "label");
+        json_builder_add_string_value(b, item->label);
+        json_builder_set_member_name(b, "available");
+        json_builder_add_boolean_value(b, item->available);
+        json_builder_set_member_name(b, "refusal");
+        json_builder_add_string_value(b, item->refusal); /* NULL becomes null */
+        json_builder_end_object(b);
+        g_object_unref(item);
+    }
+    json_builder_end_array(b);
+}
+
+static void add_label(JsonBuilder *b, const char *name, GtkWidget *label) {
+    json_builder_set_member_name(b, name);
+    json_builder_add_string_value(b, gtk_label_get_text(GTK_LABEL(label)));
+}
+
+static void add_selected(JsonBuilder *b, const char *name, GtkWidget *dd) {
+    ChoiceItem *item = gtk_drop_down_get_selected_item(GTK_DROP_DOWN(dd));
+    json_builder_set_member_name(b, name);
+    json_builder_add_string_value(b, item ? item->label : NULL);
+}
+
+static void drive_report(App *app, const char *event) {
+    JsonBuilder *b;
+    JsonGenerator *gen;
+    JsonNode *root;
+    char *line;
+    if (!app->drive)
+        return;
+    b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "event");
+    json_builder_add_string_value(b, event);
+    json_builder_set_member_name(b, "generation");
+    json_builder_add_int_value(b, app->generation);
+    json_builder_set_member_name(b, "model");
+    json_builder_add_string_value(b, gtk_editable_get_text(GTK_EDITABLE(app->model_entry)));
+    add_selected(b, "selectedSpeculation", app->speculation_dd);
+    add_selected(b, "selectedDrafter", app->drafter_dd);
+    add_label(b, "drafter", app->drafter_value);
+    add_label(b, "speculation", app->speculation_value);
+    add_label(b, "policies", app->policies_value);
+    add_label(b, "messageKind", app->message_kind);
+    add_label(b, "message", app->message_value);
+    add_label(b, "library", app->library_value);
+    json_builder_set_member_name(b, "controlsSensitive");
+    json_builder_add_boolean_value(b, gtk_widget_is_sensitive(app->speculation_dd));
+    add_items(b, "speculationItems", app->speculation_items);
+    add_items(b, "drafterItems", app->drafter_items);
+    json_builder_set_member_name(b, "width");
+    json_builder_add_int_value(b, gtk_widget_get_width(app->window));
+    json_builder_set_member_name(b, "height");
+    json_builder_add_int_value(b, gtk_widget_get_height(app->window));
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    gen = json_generator_new();
+    json_generator_set_root(gen, root);
+    line = json_generator_to_data(gen, NULL);
+    printf("%s\n", line);
+    fflush(stdout);
+    g_free(line);
+    json_node_unref(root);
+    g_object_unref(gen);
+    g_object_unref(b);
+}
+
+/* The rows of a drop-down's open list: what a person sees on clicking it. */
+static GtkWidget *popover_of(GtkWidget *dd) {
+    GtkWidget *child;
+    for (child = gtk_widget_get_first_child(dd); child; child = gtk_widget_get_next_sibling(child))
+        if (GTK_IS_POPOVER(child))
+            return child;
+    return NULL;
+}
+
+/* The labels the factory made, in the popover's list view (not its search
+ * entry's placeholder, say). */
+static void collect_labels(GtkWidget *widget, gboolean in_list, GPtrArray *labels) {
+    GtkWidget *child;
+    for (child = gtk_widget_get_first_child(widget); child;
+         child = gtk_widget_get_next_sibling(child)) {
+        if (in_list && GTK_IS_LABEL(child))
+            g_ptr_array_add(labels, child);
+        else
+            collect_labels(child, in_list || GTK_IS_LIST_VIEW(child), labels);
+    }
+}
+
+/* Polled while a list opens: the rows exist once the popover is mapped and
+ * laid out, which takes the window system a few frames. */
+static gboolean drive_rows_check(gpointer data) {
+    App *app = data;
+    GtkWidget *popover = popover_of(app->rows_dd);
+    GListModel *items = gtk_drop_down_get_model(GTK_DROP_DOWN(app->rows_dd));
+    GPtrArray *labels = g_ptr_array_new();
+    JsonBuilder *b;
+    JsonGenerator *gen;
+    JsonNode *root;
+    char *line;
+    guint i;
+
+    if (popover != NULL && gtk_widget_get_mapped(popover))
+        collect_labels(popover, FALSE, labels);
+    if (labels->len < g_list_model_get_n_items(items) && ++app->rows_tries < 250) {
+        g_ptr_array_unref(labels);
+        return G_SOURCE_CONTINUE;
+    }
+    b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "event");
+    json_builder_add_string_value(b, "rows");
+    json_builder_set_member_name(b, "dropDown");
+    json_builder_add_string_value(b, app->rows_dd == app->drafter_dd ? "drafter" : "speculation");
+    json_builder_set_member_name(b, "rows");
+    json_builder_begin_array(b);
+    for (i = 0; i < labels->len; i++) {
+        GtkWidget *label = labels->pdata[i];
+        const char *tooltip = gtk_widget_get_tooltip_text(label);
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "label");
+        json_builder_add_string_value(b, gtk_label_get_text(GTK_LABEL(label)));
+        json_builder_set_member_name(b, "sensitive");
+        json_builder_add_boolean_value(b, gtk_widget_get_sensitive(label));
+        json_builder_set_member_name(b, "tooltip");
+        json_builder_add_string_value(b, tooltip);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    gen = json_generator_new();
+    json_generator_set_root(gen, root);
+    line = json_generator_to_data(gen, NULL);
+    printf("%s\n", line);
+    fflush(stdout);
+    g_free(line);
+    json_node_unref(root);
+    g_object_unref(gen);
+    g_object_unref(b);
+    /* Click a row, as the row's own click handler does it: select it (a no-op
+     * unless the row is selectable), then activate it (a no-op unless it is
+     * activatable), which makes the drop-down take the list's selection. */
+    for (i = 0; app->rows_pick != NULL && i < labels->len; i++) {
+        if (strcmp(gtk_label_get_text(GTK_LABEL(labels->pdata[i])), app->rows_pick) == 0) {
+            GtkWidget *row = gtk_widget_get_parent(labels->pdata[i]);
+            gtk_widget_activate_action(row, "listitem.select", "(bb)", FALSE, FALSE);
+            g_signal_emit_by_name(row, "activate-keybinding");
+        }
+    }
+    g_ptr_array_unref(labels);
+    if (popover != NULL && gtk_widget_get_visible(popover))
+        gtk_popover_popdown(GTK_POPOVER(popover));
+    g_clear_pointer(&app->rows_pick, g_free);
+    app->rows_dd = NULL;
+    return G_SOURCE_REMOVE;
+}
+
+static void on_painted(GdkFrameClock *clock, gpointer data) {
+    App *app = data;
+    int needed;
+    /* A longer message makes the window grow, and the window system answers
+     * that a frame or more later: until then the content is squeezed into the
+     * old size. Wait for the frame that has the room (for a second or so at
+     * most: a window manager may hold the window to a smaller size). */
+    gtk_widget_measure(app->window, GTK_ORIENTATION_VERTICAL, gtk_widget_get_width(app->window),
+                       &needed, NULL, NULL, NULL);
+    if (gtk_widget_get_height(app->window) < needed && ++app->frames_waited < 60) {
+        gtk_widget_queue_draw(app->window);
+        return;
+    }
+    g_signal_handler_disconnect(clock, app->paint_handler);
+    app->paint_handler = 0;
+    app->frames_waited = 0;
+    /* The frame is drawn; make sure the X server has it before anyone looks. */
+    gdk_display_sync(gtk_widget_get_display(app->window));
+    drive_report(app, "settled");
+}
+
+/* Answer a pending "settle" once nothing newer is in flight, after one more
+ * frame, so that what is reported is also what is on the screen. */
+static void drive_settle_check(App *app) {
+    GdkFrameClock *clock;
+    if (!app->settle_wanted || app->loading || app->shown != app->generation)
+        return;
+    app->settle_wanted = FALSE;
+    clock = gtk_widget_get_frame_clock(app->window);
+    app->paint_handler = g_signal_connect(clock, "after-paint", G_CALLBACK(on_painted), app);
+    gtk_widget_queue_draw(app->window);
+}
+
+static void on_command(GObject *stream, GAsyncResult *result, gpointer data) {
+    App *app = data;
+    GError *error = NULL;
+    char *line = g_data_input_stream_read_line_finish_utf8(G_DATA_INPUT_STREAM(stream), result,
+                                                           NULL, &error);
+    if (line == NULL) { /* end of input (or an error): the driver has gone */
+        g_clear_error(&error);
+        g_application_quit(G_APPLICATION(app->gtk));
+        return;
+    }
+    if (g_str_has_prefix(line, "model "))
+        gtk_editable_set_text(GTK_EDITABLE(app->model_entry), line + 6);
+    else if (g_str_has_prefix(line, "speculation "))
+        gtk_drop_down_set_selected(GTK_DROP_DOWN(app->speculation_dd),
+                                   (guint)g_ascii_strtoull(line + 12, NULL, 10));
+    else if (g_str_has_prefix(line, "drafter "))
+        gtk_drop_down_set_selected(GTK_DROP_DOWN(app->drafter_dd),
+                                   (guint)g_ascii_strtoull(line + 8, NULL, 10));
+    else if (g_str_has_prefix(line, "rows ") && app->rows_dd == NULL) {
+        /* Open the list as a click on the drop-down's button does (its
+         * "clicked" signal), then report its rows once they are there. */
+        char **words = g_strsplit(line + 5, " ", 2);
+        GtkWidget *button;
+        app->rows_dd = strcmp(words[0], "drafter") == 0 ? app->drafter_dd : app->speculation_dd;
+        app->rows_pick = g_strdup(words[1]); /* NULL when only looking */
+        app->rows_tries = 0;
+        g_strfreev(words);
+        for (button = gtk_widget_get_first_child(app->rows_dd); button;
+             button = gtk_widget_get_next_sibling(button))
+            if (GTK_IS_BUTTON(button))
+                g_signal_emit_by_name(button, "clicked");
+        g_timeout_add(20, drive_rows_check, app);
+    } else if (strcmp(line, "settle") == 0) {
+        app->settle_wanted = TRUE;
+        drive_settle_check(app);
+    } else if (strcmp(line, "quit") == 0) {
+        g_free(line);
+        g_application_quit(G_APPLICATION(app->gtk));
+        return;
+    } else
+        g_printerr("unknown command: %s\n", line);
+    g_free(line);
+    g_data_input_stream_read_line_async(app->commands, G_PRIORITY_DEFAULT, NULL, on_command,
+                                        app);
+}
+
+static void drive_start(App *app) {
+    GInputStream *in = g_unix_input_stream_new(0, FALSE);
+    /* No transitions (a focus ring fading in, say): a frame reported as
+     * settled looks the same however soon after it is captured. */
+    g_object_set(gtk_settings_get_default(), "gtk-enable-animations", FALSE, NULL);
+    app->commands = g_data_input_stream_new(in);
+    g_object_unref(in);
+    g_data_input_stream_read_line_async(app->commands, G_PRIORITY_DEFAULT, NULL, on_command,
+                                        app);
+}
+
+/* ------------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+    App app = {0};
+    GError *error = NULL;
+    GOptionEntry entries[] = {
+        {"library", 0, 0, G_OPTION_ARG_FILENAME, &app.library_arg,
+         "the libturbospark_ffi to load (default: $TSFFI_LIBRARY, else the installed package's)",
+         "PATH"},
+        {"model", 0, 0, G_OPTION_ARG_FILENAME, &app.model_arg, "the model folder to open", "DIR"},
+        {"drive", 0, 0, G_OPTION_ARG_NONE, &app.drive,
+         "read commands from stdin and print what the window shows (for tests)", NULL},
+        {NULL, 0, 0, 0, NULL, NULL, NULL},
+    };
+    GOptionContext *context = g_option_context_new("- preview the engine's speculation choices");
+    int status;
+
+    g_option_context_add_main_entries(context, entries, NULL);
+    if (!g_option_context_parse(context, &argc, &argv, &error)) {
+        g_printerr("%s\n", error->message);
+        g_error_free(error);
+        g_option_context_free(context);
+        return 2;
+    }
+    g_option_context_free(context);
+
+    /* NON_UNIQUE: several windows (and parallel tests) may run at once. */
+    app.gtk = gtk_application_new("org.turbospark.FfiSettings", G_APPLICATION_NON_UNIQUE);
+    g_signal_connect(app.gtk, "activate", G_CALLBACK(on_activate), &app);
+    status = g_application_run(G_APPLICATION(app.gtk), 1, argv);
+    /* Requests may still be running on workers; they hold only their own
+     * copies, and their answers are never delivered once the loop is gone. */
+    g_clear_object(&app.monitor);
+    g_clear_object(&app.commands);
+    g_clear_object(&app.pending);
+    g_object_unref(app.gtk);
+    g_free(app.library_arg);
+    g_free(app.model_arg);
+    return status;
+}
