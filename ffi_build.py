@@ -276,7 +276,7 @@ def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool
     # The embedded interpreter never writes bytecode (a signed bundle must
     # not change under the host), so without these every process that loads
     # the library compiles the package from source: 39 ms instead of 23 ms to
-    # the first answer, measured (bench row 5). pip writes them on install;
+    # the first answer, measured (bench/run.py, cold start). pip writes them on install;
     # this does it for the in-place build a checkout uses.
     import compileall
     compileall.compile_dir(str(package_dir), quiet=1)

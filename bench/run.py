@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The benchmark of issue 6: libturbospark_ffi beside the native engine.
+"""The benchmark: libturbospark_ffi beside the native engine.
 
     python3 bench/run.py            # the full run (about two minutes on 2 cores)
     python3 bench/run.py --quick    # small repetition counts, for development
@@ -165,7 +165,7 @@ def spec_for_entries(n: int) -> dict:
 
 
 def real_size_layout(experts: int = 256, layers: int = 40, layers_first: bool = False) -> bytes:
-    """A packed_experts/layout.json of the real size (FACTS: about 22 MB for
+    """A packed_experts/layout.json of the real size (docs/ENGINE.md section 1: about 22 MB for
     40 layers x 256 experts). install_writer's own layout for the same counts
     is compact (3.3 MB: 3 tensors per expert, one line), so this one keeps its
     schema and key order but carries what an INT4-affine MoE carries -- a

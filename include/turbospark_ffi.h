@@ -16,8 +16,14 @@
  *    int32_t status code (TSFFI_OK or a TSFFI_ERR_* below).
  *  - Options go in as ONE JSON object string with camelCase keys, the same
  *    object the host gives the engine's open. NULL or "" means all defaults.
- *    Keys this library does not use are ignored (and listed back by
- *    tsffi_speculation_plan); a near-miss of a key it uses is refused.
+ *    Keys this library does not use are ignored (and listed back as
+ *    "ignoredKeys" by tsffi_speculation_plan and tsffi_speculation_choices,
+ *    the calls that take a host's whole options object); a near-miss of a
+ *    key it uses is refused.
+ *  - LIMITS. A JSON argument (options_json, choice_json) of more than 1 MiB
+ *    (1,048,576 bytes) is TSFFI_ERR_INVALID_ARGUMENT before any of it is
+ *    parsed; one nesting arrays or objects more than 64 levels deep is
+ *    TSFFI_ERR_JSON. A GUI's options object is flat and a few hundred bytes.
  *  - Every const char * argument is borrowed for the duration of the call and
  *    must be NUL-terminated UTF-8.
  *  - MODEL NAMES. Every model_dir is what the engine's open takes: the path of
@@ -140,7 +146,11 @@ TSFFI_API uint32_t tsffi_abi_version(void);
 /* Write the build information as a JSON object to *out_json:
  *   {"abiVersion": 2, "version": "0.1.0", "python": "3.11.7",
  *    "library": path of this shared library, "package": path of the Python
- *    package, "pythonHome": ..., "sysPath": [...], "ownsInterpreter": bool}
+ *    package, "pythonHome": the embedded interpreter's home,
+ *    "pythonExecutable": what the interpreter reports as sys.executable
+ *    (this library's own path when it started the interpreter) | null,
+ *    "sysPath": [the directories Python imports from], "ownsInterpreter":
+ *    bool (false when the host is itself a Python process)}
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT if out_json is NULL; TSFFI_ERR_RUNTIME;
  * or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_build_info_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
@@ -170,7 +180,9 @@ TSFFI_API void tsffi_string_free(char *TSFFI_NULLABLE s);
  *    "installHasDflash": true | false | null, "note": string | null,
  *    "modelDir": the directory read, an absolute path}
  *   null flags mean the index could not be read ("unknown", never "absent");
- *   "note" is set when auto found a DFlash2 drafter and left it off.
+ *   "note" is set only when auto found a DFlash2 drafter and NO MTP head, and
+ *   left the drafter off (an install with both has no note: auto opens its
+ *   MTP head).
  * An unreadable install is not an error here (the engine's open is the one
  * that refuses a broken install).
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT (NULL model_dir or out_json, an
@@ -202,7 +214,8 @@ TSFFI_API int32_t tsffi_draft_policies(const char *TSFFI_NONNULL choice_json,
  *   TSFFI_ERR_INVALID_ARGUMENT, before any "engineBlocker" is considered);
  *   "speculativeDrafter" = the RESOLVED drafter
  *   (absent or "auto" takes the non-DFlash2 arms and reports "mtp");
- *   "engineBlocker" (the engine's reason, or null; absent means none);
+ *   "engineBlocker" (the engine's reason, or null; absent means none here:
+ *   with no install to look at there is nothing to preview);
  *   "temperature" (absent = deterministic, as the engine's open assumes).
  * On TSFFI_OK, *out_json is the engine's own sessionInfo shape:
  *   {"block": n | null, "drafter": "mtp" | "dflash" | null,
@@ -275,8 +288,8 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
  * empty or non-UTF-8 model_dir, a bad option, a block outside 1..15);
  * TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
  * Warm, like tsffi_speculation_plan: a repeated call on an unchanged install
- * costs two stat() calls and a copy of the table, and any change to the
- * install's files is seen on the next call. */
+ * named by its absolute path costs three stat() calls and a copy of the
+ * table, and any change to the install's files is seen on the next call. */
 TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
                                       const char *TSFFI_NULLABLE options_json,
                                       char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
@@ -290,8 +303,12 @@ TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
  * "dflashDrafter": {...}, "probe": {"layer", "tensor", "present", "dtype",
  * "dtypeName", "verifyCovers"} | null, "experts": {"layoutPresent",
  * "expertsPerLayer", "numLayers", "error"} (layoutPresent null when the layout
- * could not be read), "blockerPreview": {"mtp",
- * "dflash"}}. An unreadable index is TSFFI_OK with "indexReadable": false.
+ * could not be read), "blockerPreview": {"mtp", "dflash"} (what the
+ * engine's blocker would say for each drafter, previewed from the files, or
+ * null)}. An unreadable index is TSFFI_OK with "indexReadable": false,
+ * "indexError" and "indexCheck" saying which check failed, and null for
+ * "entryCount", "indexBytes", "residentBytes", both install flags, "mtpHead",
+ * "dflashDrafter" and "probe".
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_install_info_json(const char *TSFFI_NONNULL model_dir,
                                     char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);

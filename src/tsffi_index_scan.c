@@ -3,9 +3,9 @@
  *
  * Why C: at 100,000 entries the same checks in Python (memoryview columns,
  * min/max, a name -> slot dict) cost 70 ms against native_plan's ~20 ms for
- * the whole plan (issue 6, target 3x). This pass only ACCEPTS: on the first
- * thing it does not like -- any check 7 failure, a name that is not plain
- * ASCII, a name holding '\n', memory it cannot get -- it declines and the
+ * the whole plan. This pass only ACCEPTS: on the first thing it does not
+ * like -- any check 7 failure, a name that is not plain ASCII, a name
+ * holding '\n', memory it cannot get -- it declines and the
  * Python passes run, so the exact first failure is still worded by one piece
  * of code (resident_index._raise_first_entry_error), in the engine's order.
  *
@@ -50,7 +50,7 @@ static uint64_t tsffi_index_names_end(const char *table_chars, uint64_t count,
     return best;
 }
 
-/* A plane of size 0 is accepted wherever it claims to be (FACTS 1, check 7). */
+/* A plane of size 0 is accepted wherever it claims to be (docs/ENGINE.md section 1, check 7). */
 static int tsffi__plane_ok(const unsigned char *e, unsigned at, uint64_t index_size,
                         uint64_t resident_end) {
     uint64_t offset = tsffi__le64(e + at), size = tsffi__le64(e + at + 8);

@@ -9,8 +9,9 @@ text is the library's own wording rather than the contract's) or the expected
 last-error message (exactly for the seed's messages, by required substrings
 for the library's own wording: the key, the value received, what is accepted).
 
-Expected texts are written out here, copied from the seed
-(../shared/seeds/000_f007c9db395d7cd5.txt) and FACTS section 5, never computed
+Expected texts are written out here, copied from the seed (the engine's
+speculation policy, transcribed in tests/seed_texts.py) and docs/ENGINE.md
+section 5, never computed
 by the package under test; test_table_constants_are_the_packages cross-checks
 them against turbospark_ffi.policy.
 """

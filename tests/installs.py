@@ -1,5 +1,5 @@
 """Test helpers: installs and resident indexes written byte for byte in the
-engine's layout (FACTS section 1), plus a deliberately naive reference reader
+engine's layout (docs/ENGINE.md section 1), plus a deliberately naive reference reader
 used as an oracle by the property tests.
 
 Everything here writes REAL files; nothing mocks the policy.
@@ -181,7 +181,7 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 
 # --------------------------------------------------------------------------
-# The oracle: FACTS section 1's checks, written out as plainly as possible.
+# The oracle: docs/ENGINE.md section 1's checks, written out as plainly as possible.
 
 def reference_read(data: bytes):
     """('ok', names) or ('error', check_tag), from the bytes of a regular file."""

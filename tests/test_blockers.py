@@ -1,4 +1,4 @@
-"""The engine-less blocker preview (FACTS section 4, checks 2..6), in the
+"""The engine-less blocker preview (docs/ENGINE.md section 4, checks 2..6), in the
 engine's order, for each drafter: each fixture trips exactly one check and is
 asserted not to trip the one before it."""
 

@@ -254,11 +254,13 @@ def test_selected_marks_the_hosts_pick(abi, installs, options, selected):
 
 @pytest.mark.parametrize("options,status,message", [
     (b'{"speculation": 16}', 1,
-     'speculation: got 16, which is not a block (blocks are 1..=15); accepts "auto", "off" '
-     '(any case), null, or a block in 1..=15 as a JSON integer or a string of ASCII digits'),
+     'speculation: got 16, a block outside the allowed range 1..=15 (block B verifies B+1 '
+     "rows and the batched verify kernel's cap is 16 rows); accepts \"auto\", \"off\" (any "
+     'case), null, or a block in 1..=15 as a JSON integer or a string of ASCII digits'),
     (b'{"speculation": "0"}', 1,
-     'speculation: got 0, which is not a block (blocks are 1..=15); accepts "auto", "off" '
-     '(any case), null, or a block in 1..=15 as a JSON integer or a string of ASCII digits'),
+     'speculation: got "0", a block outside the allowed range 1..=15 (0 proposes nothing); '
+     'accepts "auto", "off" (any case), null, or a block in 1..=15 as a JSON integer or a '
+     'string of ASCII digits'),
     (b'{"speculativeDrafter": "Mtp"}', 1,
      'speculativeDrafter: got "Mtp"; accepts "auto", "mtp", "dflash" (exact spelling) or '
      'null'),
@@ -312,8 +314,16 @@ def test_python_api_returns_the_same_object(abi, installs, shape, options):
 def test_python_api_refuses_what_the_c_call_refuses(installs):
     import turbospark_ffi
     from turbospark_ffi.errors import InvalidArgument
-    with pytest.raises(InvalidArgument, match="speculation: got 16, which is not a block"):
+    with pytest.raises(InvalidArgument, match="speculation: got 16, a block outside the allowed "
+                                               "range 1..=15"):
         turbospark_ffi.speculation_choices(installs["mtp"], '{"speculation": 16}')
+    # Options built in Python, never parsed: refused in the parser's words too.
+    from turbospark_ffi.options import Options
+    from turbospark_ffi.policy import Speculation
+    with pytest.raises(InvalidArgument, match="speculation: got 16, a block outside the allowed "
+                                               "range 1..=15"):
+        turbospark_ffi.speculation_choices(installs["mtp"],
+                                           Options(speculation=Speculation.block(16)))
     with pytest.raises(InvalidArgument, match="model_dir is empty"):
         turbospark_ffi.speculation_choices("", None)
 

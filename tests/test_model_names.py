@@ -1,4 +1,4 @@
-"""Model names, resolved as the engine's open resolves them (FACTS section 8):
+"""Model names, resolved as the engine's open resolves them (docs/ENGINE.md section 8):
 every arm of the rule and their precedence in one table, in Python; then the
 same through the C ABI from a host that changes its environment, its working
 directory and the store's files between calls; then the one model_dir check

@@ -1,4 +1,4 @@
-"""The option grammar (options.py docstring, FACTS section 5): valid inputs to
+"""The option grammar (options.py docstring, docs/ENGINE.md section 5): valid inputs to
 typed Options, invalid ones to InvalidArgument / JsonArgumentError with the
 message asserted; and wire.choice_from_json's strictness."""
 

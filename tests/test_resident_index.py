@@ -1,4 +1,4 @@
-"""The resident-index reader: every check of FACTS section 1, in the engine's
+"""The resident-index reader: every check of docs/ENGINE.md section 1, in the engine's
 order, each tripped by a hand-crafted file; hostile files; byte accounting;
 and property tests against a plain reference reader."""
 
@@ -428,7 +428,7 @@ def test_partial_mtp_head_without_fc_is_not_a_head(tmp_path):
 
 
 def test_real_sized_install_entry_counts(tmp_path):
-    # FACTS: the real dense 27B has 851 entries without its head, 866 with.
+    # docs/ENGINE.md section 1: the real dense 27B has 851 entries without its head, 866 with.
     with_head = load_resident_index(write_install(tmp_path / "a", layers=64, mtp=True)
                                     / "model_weights.bin")
     without = load_resident_index(write_install(tmp_path / "b", layers=64)

@@ -20,7 +20,7 @@ import pytest
 from turbospark_ffi._value import Value
 from turbospark_ffi.expert_layout import ExpertLayout
 from turbospark_ffi.options import ABSENT, Options
-from turbospark_ffi.plan import PlanResult
+from turbospark_ffi.plan import PlanResult, SpeculationChoice, SpeculationChoices
 from turbospark_ffi.policy import (DflashDraftPolicy, DraftPolicies, DrafterChoice,
                                    MtpDraftPolicy, Speculation, SpeculationDisabled,
                                    SpeculationEnabled, SpeculativeDrafter)
@@ -69,6 +69,21 @@ DISTINCT = {
                  PlanResult(CHOICE, POLICIES, SpeculationEnabled(3)),
                  PlanResult(CHOICE, POLICIES, SpeculationDisabled("why")),
                  PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), ("contextLength",))],
+    SpeculationChoice: [SpeculationChoice(S.AUTO, D.AUTO, None, "refused", False),
+                        SpeculationChoice(S.OFF, D.AUTO, None, "refused", False),
+                        SpeculationChoice(S.AUTO, D.MTP, None, "refused", False),
+                        SpeculationChoice(S.AUTO, D.AUTO, PlanResult(CHOICE, POLICIES,
+                                                                     SpeculationEnabled(2)),
+                                          None, False),
+                        SpeculationChoice(S.AUTO, D.AUTO, None, "another refusal", False),
+                        SpeculationChoice(S.AUTO, D.AUTO, None, "refused", True)],
+    SpeculationChoices: [SpeculationChoices("/m", True, False, ()),
+                         SpeculationChoices("/n", True, False, ()),
+                         SpeculationChoices("/m", False, False, ()),
+                         SpeculationChoices("/m", True, None, ()),
+                         SpeculationChoices("/m", True, False, (
+                             SpeculationChoice(S.OFF, D.AUTO, None, "refused", False),)),
+                         SpeculationChoices("/m", True, False, (), ("contextLength",))],
     ExpertLayout: [ExpertLayout(False, 0, 0), ExpertLayout(True, 0, 0),
                    ExpertLayout(True, 8, 0), ExpertLayout(True, 8, 4),
                    ExpertLayout(True, 256, 40)],

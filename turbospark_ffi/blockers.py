@@ -1,7 +1,7 @@
 """An engine-less preview of the engine's speculation blocker.
 
 The engine answers "can the verify pass serve this install" after OPEN, with
-the full architecture in hand (FACTS section 4). A GUI wants the answer before
+the full architecture in hand (docs/ENGINE.md section 4). A GUI wants the answer before
 a multi-gigabyte open, so this asks the same questions, in the same order, of
 what can be read without the engine: the resident index and
 `packed_experts/layout.json`. The first that applies is the reason.

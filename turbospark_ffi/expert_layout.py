@@ -51,10 +51,6 @@ class ExpertLayout(Value):
     def __init__(self, present: bool, experts_per_layer: int, num_layers: int) -> None:
         self._init(present=present, experts_per_layer=experts_per_layer, num_layers=num_layers)
 
-    @property
-    def is_moe(self) -> bool:
-        return self.experts_per_layer > 0
-
 
 NO_LAYOUT = ExpertLayout(False, 0, 0)
 

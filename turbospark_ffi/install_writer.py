@@ -3,7 +3,7 @@ distinguishes can be tested without a 14 GB model.
 
 Used by `turbospark-ffi make-install`, the test suite, the benchmarks and the
 sample installs that ship with the package: one writer, so the fixtures of the
-three cannot drift apart. What it writes is what FACTS sections 1 and 2 say the
+three cannot drift apart. What it writes is what docs/ENGINE.md sections 1 and 2 say the
 engine writes and reads: the 24-byte header, 72-byte entries, one string table,
 `indexSize` padded to 16,384 bytes and zero-filled, payloads inside the
 resident region, a manifest with a SHA-256 per file, and

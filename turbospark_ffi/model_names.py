@@ -3,7 +3,7 @@ the engine's own resolution of a model NAME into the directory it opens.
 
 The engine's open, its check tool and its server take "a path to a `.gturbo`
 directory OR an installed alias" and turn it into a directory one way, in
-this order (FACTS section 8):
+this order (docs/ENGINE.md section 8):
 
 1. an existing DIRECTORY wins, whatever its name: a path that silently
    resolved to an alias would run a different model than the one named;

@@ -1,5 +1,5 @@
 """Option keys to typed requests: the same JSON object a host gives the engine's
-open (FACTS section 5), read strictly.
+open (docs/ENGINE.md section 5), read strictly.
 
 The grammar, in one place:
 

@@ -38,7 +38,7 @@ __all__ = [
     "resolve_speculation",
 ]
 
-# The MTP head's measured optimum (docs/MTP.md): 1.44x at 2; 4 reads 1.03x,
+# The MTP head's measured optimum (docs/ENGINE.md section 6): 1.44x at 2; 4 reads 1.03x,
 # 8 0.71x, 15 0.44x as rollbacks rise from 10% to 98%.
 DEFAULT_SPECULATION_BLOCK = 2
 # The DFlash2 drafter's own serving block, measured independently of the MTP
@@ -210,7 +210,7 @@ _DISABLED_AS_ASKED = SpeculationDisabled(None)
 
 
 class DraftMode:
-    """The three modes of a draft policy at open (FACTS section 3)."""
+    """The three modes of a draft policy at open (docs/ENGINE.md section 3)."""
 
     OFF = "off"    # the drafter's state is never built
     AUTO = "auto"  # built if and only if the install carries it

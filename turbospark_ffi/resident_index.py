@@ -52,7 +52,7 @@ HEADER_SIZE = 24
 ENTRY_SIZE = 72
 _U64_MAX = (1 << 64) - 1
 
-# FACTS section 2: only the first tensor of each drafter is the presence test.
+# docs/ENGINE.md section 2: only the first tensor of each drafter is the presence test.
 MTP_PRESENCE_TENSOR = "mtp.fc.weight"
 DFLASH_PRESENCE_TENSOR = "dflash.fc.weight"
 
@@ -63,13 +63,13 @@ _MTP_LAYER = (
     "self_attn.o_proj.weight", "self_attn.q_norm.weight", "self_attn.k_norm.weight",
     "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
 )
-# FACTS section 2: the full head is 15 tensors, `mtp.fc.weight` first.
+# docs/ENGINE.md section 2: the full head is 15 tensors, `mtp.fc.weight` first.
 MTP_HEAD_TENSORS = (
     "mtp.fc.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight",
     "mtp.norm.weight",
 ) + tuple("mtp.layers.0." + t for t in _MTP_LAYER)
 
-# FACTS section 2: 81 tensors under `dflash.`: 6 top-level, 15 in each of 5
+# docs/ENGINE.md section 2: 81 tensors under `dflash.`: 6 top-level, 15 in each of 5
 # layers; `dflash.fc.weight` is the presence test. The top-level and per-layer
 # names beyond that one are this writer's choice (the facts give only counts).
 _DFLASH_TOP = ("dflash.fc.weight", "dflash.hidden_norm.weight", "dflash.norm.weight",
@@ -81,7 +81,7 @@ DFLASH_TENSORS = _DFLASH_TOP + tuple(
     f"dflash.layers.{i}.{t}" for i in range(5) for t in _DFLASH_LAYER)
 
 
-# FACTS section 1, dtype tags. The reader does not validate the tag.
+# docs/ENGINE.md section 1, dtype tags. The reader does not validate the tag.
 DTYPE_NAMES = {
     1: "BF16", 2: "FP16", 3: "FP32", 4: "INT4 affine", 5: "INT8 affine",
     6: "GGUF Q8_0", 7: "GGUF Q4_K", 8: "GGUF Q6_K", 9: "GGUF Q4_0", 10: "GGUF IQ3_XXS",

@@ -49,7 +49,6 @@ class _Context:
     parse_float = float
     parse_int = int
     parse_constant = staticmethod(_refuse_constant)
-    memo: dict = {}
 
 
 _scan_once = _json.make_scanner(_Context)
@@ -103,8 +102,6 @@ def _scan_whole(scan, context: type, text: str, what: str):
             raise ValueError("trailing data")
     except Exception:  # any failure, RecursionError too: reparse with `json` for an exact message
         raise JsonArgumentError(f"{what} is not valid JSON: {_explain(text)}") from None
-    finally:
-        context.memo.clear()
     return value
 
 
@@ -113,7 +110,6 @@ class _DocumentContext(_Context):
     # `json.loads`): a 22 MB expert layout holds ~40,000 objects, and a
     # Python hook per object costs seconds.
     object_pairs_hook = None
-    memo: dict = {}
 
 
 _scan_document = _json.make_scanner(_DocumentContext)
@@ -187,8 +183,6 @@ def parse_json_document_members(text: str, what: str) -> list | None:
             raise ValueError("trailing data")
     except Exception:  # any failure, RecursionError too, as _scan_whole
         raise JsonArgumentError(f"{what} is not valid JSON: {_explain(text)}") from None
-    finally:
-        _DocumentContext.memo.clear()
     return members
 
 

@@ -36,8 +36,7 @@ sys.modules["_turbospark_ffi_embedded"] = embedded
 loader.exec_module(embedded)
 ffi, lib = embedded.ffi, embedded.lib
 import turbospark_ffi
-import os
-os.path.dirname(os.path.dirname(os.path.realpath(turbospark_ffi.__file__)))
+import os  # as the init code does, to check where the package came from
 from turbospark_ffi import _abi
 _abi.bind(ffi, lib)
 with open(calls_file, "rb") as f:

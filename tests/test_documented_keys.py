@@ -1,0 +1,171 @@
+"""Every key each result carries, and every limit, is documented in the
+header (the contract) and in the README.
+
+The keys are read off real answers, through the C ABI in this process, for
+readable installs of every shape and for unreadable ones (no index, a broken
+index, no directory), so a key that only appears on one of them is held too.
+For each function, every key its results carry must be named ("key") in the
+header comment of that function or of the conventions block, and (as `key`
+or "key") in the README.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import HEADER, OUT, ROOT
+
+README = (ROOT / "README.md").read_text()
+HEADER_TEXT = HEADER.read_text()
+
+
+def header_comment_of(function: str) -> str:
+    """The comment right above `function`'s declaration, plus the header's
+    opening conventions comment (keys every result shares, like modelDir)."""
+    decl = re.search(rf"TSFFI_API [^;]*?\b{function}\(", HEADER_TEXT)
+    assert decl, function
+    comment_end = HEADER_TEXT.rindex("*/", 0, decl.start())
+    comment_start = HEADER_TEXT.rindex("/*", 0, comment_end)
+    conventions = HEADER_TEXT[:HEADER_TEXT.index("*/")]
+    return HEADER_TEXT[comment_start:comment_end] + conventions
+
+
+def keys_of(value, into: set[str]) -> set[str]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            into.add(key)
+            keys_of(inner, into)
+    elif isinstance(value, list):
+        for inner in value:
+            keys_of(inner, into)
+    return into
+
+
+@pytest.fixture(scope="module")
+def installs(tmp_path_factory) -> dict[str, Path]:
+    from turbospark_ffi.install_writer import write_install
+    root = tmp_path_factory.mktemp("documented")
+    out = {name: write_install(root / name, **kw) for name, kw in {
+        "none": {}, "mtp": {"mtp": True}, "dflash": {"dflash": True},
+        "both": {"mtp": True, "dflash": True}, "moe": {"mtp": True, "experts": 8},
+        "partial": {"mtp_tensors": ("mtp.fc.weight", "mtp.norm.weight")}}.items()}
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "model_weights.bin").write_bytes(b"\xff" * 64)
+    (root / "empty").mkdir()
+    out.update(broken=broken, empty=root / "empty", missing=root / "missing")
+    return out
+
+
+def call(lib, name: str, *args: bytes | None) -> dict:
+    out = ctypes.c_void_p()
+    status = getattr(lib, name)(*args, ctypes.byref(out))
+    assert status == 0, (name, args, status)
+    try:
+        return json.loads(ctypes.string_at(out.value).decode())
+    finally:
+        lib.tsffi_string_free(out)
+
+
+OPTION_SETS = [b"", b'{"speculativeDrafter": "dflash", "speculation": 2, "hostKey": 1}',
+               b'{"speculation": "off", "engineBlocker": null}',
+               b'{"speculation": "auto", "temperature": 0.7, "engineBlocker": "no"}']
+
+
+@pytest.fixture(scope="module")
+def answers(loaded, installs) -> dict[str, list[dict]]:
+    lib = loaded.lib
+    lib.tsffi_speculation_choices.argtypes = [ctypes.c_char_p, ctypes.c_char_p, OUT]
+    lib.tsffi_speculation_choices.restype = ctypes.c_int32
+    got: dict[str, list[dict]] = {name: [] for name in (
+        "tsffi_speculation_plan", "tsffi_resolve_drafter", "tsffi_draft_policies",
+        "tsffi_resolve_speculation", "tsffi_speculation_choices", "tsffi_install_info_json",
+        "tsffi_build_info_json")}
+    got["tsffi_build_info_json"].append(call(lib, "tsffi_build_info_json"))
+    for path in installs.values():
+        d = str(path).encode()
+        got["tsffi_install_info_json"].append(call(lib, "tsffi_install_info_json", d))
+        for options in OPTION_SETS:
+            choice = call(lib, "tsffi_resolve_drafter", d, options)
+            got["tsffi_resolve_drafter"].append(choice)
+            got["tsffi_draft_policies"].append(call(lib, "tsffi_draft_policies",
+                                                    json.dumps(choice).encode(), b""))
+            got["tsffi_speculation_choices"].append(call(lib, "tsffi_speculation_choices", d,
+                                                         options))
+            for item in got["tsffi_speculation_choices"][-1]["choices"]:
+                if item["plan"] is not None:
+                    got["tsffi_speculation_plan"].append(item["plan"])
+    for options in (b"", b'{"speculation": "off"}', b'{"engineBlocker": "no"}'):
+        got["tsffi_resolve_speculation"].append(call(lib, "tsffi_resolve_speculation", options))
+    return got
+
+
+FUNCTIONS = ["tsffi_speculation_plan", "tsffi_resolve_drafter", "tsffi_draft_policies",
+             "tsffi_resolve_speculation", "tsffi_speculation_choices", "tsffi_install_info_json",
+             "tsffi_build_info_json"]
+
+
+def test_the_answers_cover_readable_and_unreadable_installs(answers):
+    """The fixture discriminates: both kinds of install were answered."""
+    readable = {a["indexReadable"] for a in answers["tsffi_install_info_json"]}
+    assert readable == {True, False}
+    flags = {a["installHasMtpHead"] for a in answers["tsffi_resolve_drafter"]}
+    assert flags == {True, False, None}
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_key_is_documented_in_the_header(function, answers):
+    keys = set()
+    for answer in answers[function]:
+        keys_of(answer, keys)
+    assert keys, function
+    comment = header_comment_of(function)
+    # A plan nests what the other functions document: their comments count.
+    if function in ("tsffi_speculation_plan", "tsffi_speculation_choices"):
+        comment += "".join(header_comment_of(f) for f in (
+            "tsffi_resolve_drafter", "tsffi_draft_policies", "tsffi_resolve_speculation",
+            "tsffi_speculation_plan"))
+    missing = sorted(k for k in keys if f'"{k}"' not in comment)
+    assert missing == [], f"{function} returns keys its header comment does not name"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_key_is_documented_in_the_readme(function, answers):
+    keys = set()
+    for answer in answers[function]:
+        keys_of(answer, keys)
+    missing = sorted(k for k in keys if f"`{k}`" not in README and f'"{k}"' not in README)
+    assert missing == [], f"{function} returns keys the README does not name"
+
+
+def test_the_limits_are_the_documented_ones():
+    from turbospark_ffi.options import MAX_OPTIONS_BYTES
+    from turbospark_ffi.wire import MAX_JSON_DEPTH
+    assert MAX_OPTIONS_BYTES == 1_048_576 and MAX_JSON_DEPTH == 64
+    for text in (HEADER_TEXT, README):
+        assert "1 MiB" in text and "1,048,576 bytes" in text
+        assert "64 levels" in text
+
+
+@pytest.mark.parametrize("size,status", [(1_048_576 - 20, 0), (1_048_576 + 1, 1)])
+def test_the_size_limit_is_where_it_is_documented(loaded, size, status):
+    body = b'{"hostKey": "' + b"x" * (size - 15) + b'"}'
+    body = body[:size - 2] + b'"}' if len(body) > size else body
+    out = ctypes.c_void_p()
+    got = loaded.lib.tsffi_resolve_speculation(body, ctypes.byref(out))
+    loaded.lib.tsffi_string_free(out)
+    assert got == status, (len(body), got)
+
+
+@pytest.mark.parametrize("depth,status", [(63, 0), (65, 4)])
+def test_the_depth_limit_is_where_it_is_documented(loaded, depth, status):
+    body = b'{"hostKey": ' + b"[" * depth + b"]" * depth + b"}"
+    out = ctypes.c_void_p()
+    got = loaded.lib.tsffi_resolve_speculation(body, ctypes.byref(out))
+    loaded.lib.tsffi_string_free(out)
+    assert got == status
