@@ -27,6 +27,10 @@ C_SOURCES = (ROOT / "src" / "tsffi_embed.c", ROOT / "src" / "tsffi_index_scan.c"
 # stale (tests/conftest.py, bench/run.py and swift/run-tests.sh ask this).
 LIBRARY_INPUTS = (HEADER, *C_SOURCES, ROOT / "ffi_build.py")
 PACKAGE = ROOT / "turbospark_ffi"
+sys.path.insert(0, str(ROOT))
+# The package's own readers of the header's numbers and of the library's
+# file name: one source for the build, the bundle and the tests.
+from turbospark_ffi.native import header_constants, library_name  # noqa: E402
 MODULE_NAME = "_turbospark_ffi_embedded"
 RPATH_ORIGIN = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
 
@@ -151,15 +155,12 @@ def cdef_from_header(text: str) -> str:
     """The header's declarations as cffi's parser takes them: integer
     #defines kept; comments, other preprocessor lines, the C++ guard and
     the visibility/nullability macros removed."""
+    out = [f"#define {name} {value}" for name, value in header_constants(text).items()]
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
-    out = []
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("#"):
-            m = re.match(r"#\s*define\s+(TSFFI_[A-Z0-9_]+)\s+(\d+)u?\s*$", stripped)
-            if m and m.group(1) not in ("TSFFI_NONNULL", "TSFFI_NULLABLE", "TSFFI_API"):
-                out.append(f"#define {m.group(1)} {m.group(2)}")
             continue
         if stripped in ('extern "C" {', "}"):
             continue
@@ -255,7 +256,7 @@ def export_link_args(tmpdir: Path) -> list[str]:
 
 
 def library_filename() -> str:
-    return "libturbospark_ffi.dylib" if sys.platform == "darwin" else "libturbospark_ffi.so"
+    return library_name()
 
 
 def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool = False) -> Path:

@@ -66,7 +66,8 @@ t1 = time.perf_counter_ns()
 from turbospark_ffi.install import snapshot
 from turbospark_ffi.options import parse_options
 from turbospark_ffi.plan import plan_for_snapshot
-from turbospark_ffi.wire import plan_to_dict, dumps
+from turbospark_ffi.jsontext import dumps
+from turbospark_ffi.wire import plan_to_dict
 t2 = time.perf_counter_ns()
 snap = snapshot(sys.argv[1])
 t3 = time.perf_counter_ns()
@@ -150,7 +151,8 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
     from turbospark_ffi.policy import SpeculativeDrafter
     from turbospark_ffi.resident_index import load_resident_index
     from turbospark_ffi.blockers import first_full_attention_layer, preview_blocker
-    from turbospark_ffi.wire import dumps, plan_to_dict
+    from turbospark_ffi.jsontext import dumps
+    from turbospark_ffi.wire import plan_to_dict
     import turbospark_ffi.resident_index as ri
 
     weights = str(model_dir / "model_weights.bin")

@@ -704,10 +704,8 @@ CONTRACT_CODES = {"TSFFI_OK": 0, "TSFFI_ERR_INVALID_ARGUMENT": 1, "TSFFI_ERR_REF
 
 
 def header_codes(header: Path) -> dict[str, int]:
-    import re
-    text = re.sub(r"/\*.*?\*/", " ", header.read_text(), flags=re.S)
-    return {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"^\s*#\s*define\s+(TSFFI_[A-Z0-9_]+)\s+(\d+)u?\s*$", text, re.M)}
+    from turbospark_ffi.native import header_constants
+    return header_constants(header.read_text())
 
 
 # ---------------------------------------------------------------------------

@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 HEADER = ROOT / "include" / "turbospark_ffi.h"
-LIBRARY = ROOT / "turbospark_ffi" / ("libturbospark_ffi.dylib" if sys.platform == "darwin"
-                                     else "libturbospark_ffi.so")
+from turbospark_ffi.native import library_name  # noqa: E402
+
+LIBRARY = ROOT / "turbospark_ffi" / library_name()
 
 
 def _library_is_stale() -> bool:
@@ -43,8 +44,8 @@ def pytest_configure(config):
 
 def header_constants() -> dict[str, int]:
     """Every `#define TSFFI_NAME <int>` of the header: the one source of the codes."""
-    return {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"^#define\s+(TSFFI_[A-Z0-9_]+)\s+(\d+)u?\s*(?:/\*.*)?$", HEADER.read_text(), re.M)}
+    from turbospark_ffi.native import header_constants as read
+    return read(HEADER.read_text())
 
 
 @pytest.fixture(scope="session")

@@ -288,13 +288,13 @@ def test_bad_arguments_are_the_plan_calls(abi, installs):
 # One install snapshot per table; the Python API.
 
 def test_the_index_is_read_once_per_table(installs, monkeypatch):
-    from turbospark_ffi import install, plan
+    from turbospark_ffi import install, wire
     install.clear_cache()
     reads = []
     real = install.load_resident_index
     monkeypatch.setattr(install, "load_resident_index",
                         lambda path: reads.append(path) or real(path))
-    result = plan.speculation_choices(str(installs["both"]), "{}")
+    result = wire.speculation_choices(str(installs["both"]), "{}")
     assert len(result["choices"]) == 51
     assert reads == [os.path.join(str(installs["both"]), "model_weights.bin")]
 

@@ -145,7 +145,7 @@ def test_every_key_is_documented_in_the_readme(function, answers):
 
 def test_the_limits_are_the_documented_ones():
     from turbospark_ffi.options import MAX_OPTIONS_BYTES
-    from turbospark_ffi.wire import MAX_JSON_DEPTH
+    from turbospark_ffi.jsontext import MAX_JSON_DEPTH
     assert MAX_OPTIONS_BYTES == 1_048_576 and MAX_JSON_DEPTH == 64
     for text in (HEADER_TEXT, README):
         assert "1 MiB" in text and "1,048,576 bytes" in text

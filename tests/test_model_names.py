@@ -188,7 +188,8 @@ def test_a_removed_working_directory_keeps_the_name(tmp_path, monkeypatch, live_
 
 
 def test_python_entry_points_resolve_aliases(tmp_path, monkeypatch, live_env):
-    from turbospark_ffi.plan import install_info, speculation_plan
+    from turbospark_ffi.plan import speculation_plan
+    from turbospark_ffi.wire import install_info
     from turbospark_ffi.policy import SpeculativeDrafter, resolve_drafter
     from turbospark_ffi.wire import plan_to_dict
     store = tmp_path / "S"
@@ -228,7 +229,8 @@ ARGUMENTS = [
 
 
 def _entry_points():
-    from turbospark_ffi.plan import install_info, speculation_plan
+    from turbospark_ffi.plan import speculation_plan
+    from turbospark_ffi.wire import install_info
     from turbospark_ffi.policy import SpeculativeDrafter, resolve_drafter
     return {"speculation_plan": speculation_plan, "install_info": install_info,
             "resolve_drafter": lambda d: resolve_drafter(SpeculativeDrafter.AUTO, d),

@@ -12,7 +12,8 @@ import pytest
 from turbospark_ffi.errors import InvalidArgument, JsonArgumentError
 from turbospark_ffi.options import ABSENT, MAX_OPTIONS_BYTES, Options, parse_options
 from turbospark_ffi.policy import DrafterChoice, Speculation, SpeculativeDrafter
-from turbospark_ffi.wire import MAX_JSON_DEPTH, choice_from_json, choice_to_dict, dumps
+from turbospark_ffi.jsontext import MAX_JSON_DEPTH, dumps
+from turbospark_ffi.wire import choice_from_json, choice_to_dict
 
 AUTO, OFF, B = Speculation.AUTO, Speculation.OFF, Speculation.block
 D = SpeculativeDrafter

@@ -14,7 +14,8 @@ from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.options import parse_options
 from turbospark_ffi.plan import speculation_plan
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE, SAMPLED_BLOCK_DRAFTER_REASON
-from turbospark_ffi.wire import dumps, plan_to_dict
+from turbospark_ffi.jsontext import dumps
+from turbospark_ffi.wire import plan_to_dict
 
 from seed_texts import DFLASH_NOTE as NOTE, REFUSAL_PREFIX as PREFIX, SAMPLED_REASON as SAMPLED
 

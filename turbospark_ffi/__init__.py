@@ -27,8 +27,8 @@ _EXPORTS = {
     "ResidentIndex": "resident_index", "load_resident_index": "resident_index",
     "install_has_mtp_head": "resident_index", "install_has_dflash": "resident_index",
     "Options": "options", "parse_options": "options",
-    "PlanResult": "plan", "speculation_plan": "plan", "install_info": "plan",
-    "speculation_choices": "plan",
+    "PlanResult": "plan", "speculation_plan": "plan", "install_info": "wire",
+    "speculation_choices": "wire",
     "preview_blocker": "blockers", "write_install": "install_writer",
 }
 

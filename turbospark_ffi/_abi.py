@@ -1,9 +1,10 @@
 """The Python behind include/turbospark_ffi.h: decode the C arguments, call the
 policy, encode the result, map errors to status codes. Nothing else.
 
-Only this module touches cffi objects; the policy modules never import cffi.
-The status numbers come from the header (through the cffi `lib`), so they
-have one source.
+Only this module (with the init code in ffi_build.py) touches cffi objects:
+the reader gets the C pass of its check 7 as plain callables (bind). The
+status numbers come from the header (through the cffi `lib`), so they have
+one source.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def bind(ffi, lib) -> None:
     # Every call but build info reads an index, so this import is paid
     # anyway; with it the reader's check 7 runs in C (tsffi_index_scan.c).
     from . import resident_index
-    resident_index.use_native_scan(ffi, lib)
+    resident_index.use_native_scan(lib.tsffi_index_names_end, _index_scan(ffi, lib))
     # The store root is read from the environment at each resolution, as the
     # engine reads it. This interpreter's os.environ is a copy made when it
     # started, so a host's setenv() after its first call would be missed:
@@ -57,6 +58,34 @@ def bind(ffi, lib) -> None:
             return None
         return string(value).decode("utf-8", "surrogateescape")
     model_names.use_getenv(getenv)
+
+
+def _index_scan(ffi, lib):
+    """The C pass of the resident index's check 7 as a plain callable for the
+    reader: the names "\n"-joined (with a leading "\n"), or None to let the
+    Python passes decide and word the failure."""
+    new, buffer, scan = ffi.new, ffi.buffer, lib.tsffi_index_scan
+    ok, too_small = lib.TSFFI__SCAN_OK, lib.TSFFI__SCAN_JOINED_TOO_SMALL
+
+    def check(head: bytes, tail: bytes, count: int, index_size: int,
+              resident_end: int) -> bytes | None:
+        # Distinct names inside the string table fit in it, plus one "\n"
+        # each; names sharing bytes or lying in the entry table may need
+        # more: asked for once.
+        capacity = len(tail) + count
+        needed = new("uint64_t *")
+        for _attempt in range(2):
+            joined = new("char[]", capacity + 1)
+            verdict = scan(head, tail, len(tail), count, index_size, resident_end,
+                           joined + 1, capacity, needed)
+            if verdict == ok:
+                joined[0] = b"\n"
+                return buffer(joined, needed[0] + 1)[:]
+            if verdict != too_small:
+                return None
+            capacity = needed[0]
+        return None  # pragma: no cover - the second attempt has the room it asked for
+    return check
 
 
 def _fail(status: int, message: str) -> int:
@@ -87,7 +116,7 @@ def dispatch(fn: int, a, b, out) -> int:
 
 
 def _encode(value) -> bytes:
-    from .wire import dumps
+    from .jsontext import dumps
     return dumps(value).encode("ascii")
 
 
@@ -256,27 +285,16 @@ def _resolve_speculation(options: bytes, _unused: bytes):
 
 
 def _install_info(model_dir: bytes, _unused: bytes) -> bytes:
-    from .plan import install_info_for_snapshot
+    from .wire import install_info_to_dict
     snap, keyable = _install(_model_dir(model_dir))
-    outcome = _memo(snap, ("info",), lambda: _encode(install_info_for_snapshot(snap)))
+    outcome = _memo(snap, ("info",), lambda: _encode(install_info_to_dict(snap)))
     if keyable:
         _offer_to_c(_lib.TSFFI__FN_INSTALL_INFO, snap, model_dir, _unused, outcome)
     return outcome
 
 
 def _build_info(_a: bytes, _b: bytes) -> bytes:
-    import os
-    import sys
-    from . import __version__
+    from .wire import build_info_to_dict
     library = _string(_lib.tsffi_get_library_path()).decode("utf-8", "surrogateescape")
-    return _encode({
-        "abiVersion": _lib.TSFFI_ABI_VERSION,
-        "version": __version__,
-        "python": "%d.%d.%d" % sys.version_info[:3],
-        "library": library,
-        "package": os.path.dirname(os.path.abspath(__file__)),
-        "pythonHome": sys.base_prefix,
-        "pythonExecutable": sys.executable or None,
-        "sysPath": list(sys.path),
-        "ownsInterpreter": bool(_lib.tsffi_get_owns_interpreter()),
-    })
+    return _encode(build_info_to_dict(_lib.TSFFI_ABI_VERSION, library,
+                                      bool(_lib.tsffi_get_owns_interpreter())))

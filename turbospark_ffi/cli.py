@@ -221,10 +221,10 @@ def _cmd_config(args: argparse.Namespace) -> int:
 # inspect
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from .plan import install_info
+    from .wire import install_info
     info = install_info(_model_dir_arg(args.dir))
     if args.json:
-        from .wire import dumps
+        from .jsontext import dumps
         return _write_json(dumps(info))
     out = _Report(sys.stdout, 18)
     out.row("install", info["modelDir"])
@@ -349,7 +349,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from .install import snapshot
     from .options import parse_options
     from .plan import plan_for_snapshot
-    from .wire import dumps, plan_to_dict
+    from .jsontext import dumps
+    from .wire import plan_to_dict
 
     from .model_names import resolve_model_name
 
@@ -428,7 +429,8 @@ def _cmd_choices(args: argparse.Namespace) -> int:
     from .install import snapshot
     from .options import parse_options
     from .plan import choices_for_snapshot
-    from .wire import choices_to_dict, dumps
+    from .jsontext import dumps
+    from .wire import choices_to_dict
 
     options_json = dumps(plan_options(args))
     # The order of _abi._speculation_choices: model_dir, then the options.
@@ -468,8 +470,8 @@ def _short_reason(reason: str, engine_blocker: object) -> str | None:
 
 
 def _choices_report(table: dict, options_json: str) -> None:
-    from .policy import _REFUSAL_PREFIX
-    from .wire import parse_json_object
+    from .policy import _REFUSAL_PREFIX, DRAFTER_SPELLINGS
+    from .jsontext import parse_json_object
     options = dict(parse_json_object(options_json, "options"))
     blocker = options.get("engineBlocker", ())
     out = _Report(sys.stdout, 9)
@@ -488,7 +490,7 @@ def _choices_report(table: dict, options_json: str) -> None:
         return texts.index(reason) + 1
 
     lines = ["", "speculation  (rows) x speculativeDrafter (columns)",
-             " " * 8 + "".join(name.ljust(_CELL) for name in ("auto", "mtp", "dflash")).rstrip()]
+             " " * 8 + "".join(name.ljust(_CELL) for name in DRAFTER_SPELLINGS).rstrip()]
     items = table["choices"]
     for row in range(0, len(items), 3):
         cells = []
@@ -647,7 +649,7 @@ def _cmd_make_install(args: argparse.Namespace) -> int:
 
 def _summary(path: str) -> None:
     """One line per install written, read back through the library's reader."""
-    from .plan import install_info
+    from .wire import install_info
     info = install_info(path)
     if not info["indexReadable"]:  # pragma: no cover - the writer's own bug
         raise _CliError(f"wrote {path}, but its index does not read back: "

@@ -136,7 +136,7 @@ def _all_scalars(text: str) -> dict:
     real MoE layout. Not the `json` package: it imports `re` and `enum`, 7 ms
     of a cold start."""
     from .errors import JsonArgumentError
-    from .wire import parse_json_document_members
+    from .jsontext import parse_json_document_members
     try:
         members = parse_json_document_members(text, LAYOUT_PATH)
     except JsonArgumentError as exc:
@@ -155,7 +155,7 @@ def _head_members(data: bytes) -> dict | None:
     members when they decide, else None (rule 2 decides). Depends only on
     the bytes before the first nested value, so any `data` holding those
     gives the same answer."""
-    from .wire import parse_json_value
+    from .jsontext import parse_json_value
     start = 0
     while start < len(data) and data[start] in _JSON_WHITESPACE:
         start += 1

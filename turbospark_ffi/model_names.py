@@ -173,7 +173,7 @@ def _installed_rows(path: str) -> list:
     except (OSError, ValueError):
         return []
     try:
-        from .wire import parse_json_document
+        from .jsontext import parse_json_document
         rows = parse_json_document(data.decode("utf-8"), INSTALLED_JSON)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return []

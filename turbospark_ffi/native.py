@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["package_dir", "include_dir", "library_path", "cflags", "libs", "pkg_config"]
+__all__ = ["package_dir", "include_dir", "library_name", "library_path", "cflags", "libs",
+           "pkg_config", "header_constants"]
 
 
 def package_dir() -> str:
@@ -50,3 +51,15 @@ def pkg_config(prefix: str | None = None) -> str:
             f"Version: {__version__}\n"
             "Cflags: -I${includedir}\n"
             "Libs: -L${libdir} -lturbospark_ffi -Wl,-rpath,${libdir}\n")
+
+
+def header_constants(text: str) -> dict[str, int]:
+    """Every `#define TSFFI_NAME <integer>` of the header text (an unsigned
+    suffix allowed, comments ignored): the status codes, the ABI version, the
+    other numbers. The one reader of them, for the build (cffi's
+    declarations), the bundle's marker and the tests."""
+    import re
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(TSFFI_[A-Z0-9_]+)[ \t]+(\d+)u?[ \t]*$",
+                        text, re.M)}

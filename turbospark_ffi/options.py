@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from ._value import Value
 from .errors import InvalidArgument
-from .policy import (ALLOWED_SPECULATION_BLOCKS, ALLOWED_SPECULATION_BLOCKS_TEXT, Speculation,
-                     SpeculativeDrafter)
-from .wire import parse_json_object, show_value as _show
+from .jsontext import parse_json_object, show_value as _show
+from .policy import (ALLOWED_SPECULATION_BLOCKS, ALLOWED_SPECULATION_BLOCKS_TEXT,
+                     DRAFTER_SPELLINGS, U32_MAX, Speculation, SpeculativeDrafter)
 
 __all__ = ["OPTION_KEYS", "MAX_OPTIONS_BYTES", "ABSENT", "Options", "parse_options",
            "decode_text", "near_miss"]
@@ -41,17 +41,14 @@ OPTION_KEYS = ("speculation", "speculativeDrafter", "temperature", "engineBlocke
 # A GUI's open-options object is a few hundred bytes; this refuses a 10 MB
 # argument before any of it is parsed.
 MAX_OPTIONS_BYTES = 1 << 20
-_U32_MAX = (1 << 32) - 1
 
 _SPECULATION_ACCEPTS = (f'"auto", "off" (any case), null, or a block in '
                         f'{ALLOWED_SPECULATION_BLOCKS_TEXT} as a JSON integer or a string of '
                         'ASCII digits')
-_DRAFTER_ACCEPTS = '"auto", "mtp", "dflash" (exact spelling) or null'
+_DRAFTER_ACCEPTS = ", ".join(f'"{s}"' for s in DRAFTER_SPELLINGS) + " (exact spelling) or null"
 _TEMPERATURE_ACCEPTS = "a finite number >= 0, or null"
 _BLOCKER_ACCEPTS = ("a non-empty string without NUL characters (the engine's reason), or null "
                     "(the engine reported none)")
-_DRAFTERS = {"auto": SpeculativeDrafter.AUTO, "mtp": SpeculativeDrafter.MTP,
-             "dflash": SpeculativeDrafter.DFLASH}
 
 
 class _Absent:
@@ -142,7 +139,7 @@ def _speculation(value: object) -> Speculation:
     if value is None:
         return Speculation.AUTO
     if type(value) is int:
-        if 0 <= value <= _U32_MAX:
+        if 0 <= value <= U32_MAX:
             return _block(value, value)
         raise InvalidArgument(f"speculation: got {_show(value)}, which is not a block (blocks "
                               f"are {ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts "
@@ -158,7 +155,7 @@ def _speculation(value: object) -> Speculation:
                 # Length first: int() refuses more than 4,300 digits, and no
                 # u32 needs more than 10 once leading zeros are gone.
                 digits = value.lstrip("0") or "0"
-                if len(digits) <= 10 and int(digits) <= _U32_MAX:
+                if len(digits) <= 10 and int(digits) <= U32_MAX:
                     return _block(value, int(digits))
                 raise InvalidArgument(
                     f"speculation: got {_show(value)}, which is not a block (blocks are "
@@ -169,10 +166,8 @@ def _speculation(value: object) -> Speculation:
 def _drafter(value: object) -> SpeculativeDrafter:
     if value is None:
         return SpeculativeDrafter.AUTO
-    if isinstance(value, str):
-        found = _DRAFTERS.get(value)
-        if found is not None:
-            return found
+    if isinstance(value, str) and value in DRAFTER_SPELLINGS:
+        return SpeculativeDrafter(value)
     raise InvalidArgument(f"speculativeDrafter: got {_show(value)}; accepts {_DRAFTER_ACCEPTS}")
 
 

@@ -13,8 +13,7 @@ from .policy import (DraftPolicies, DrafterChoice, Speculation, SpeculationPlan,
                      SpeculativeDrafter, choose_drafter, draft_policies, resolve_speculation)
 
 __all__ = ["PlanResult", "speculation_plan", "plan_for_snapshot", "choice_for_snapshot",
-           "install_info", "install_info_for_snapshot", "check_model_dir",
-           "SpeculationChoice", "SpeculationChoices", "speculation_choices",
+           "check_model_dir", "SpeculationChoice", "SpeculationChoices",
            "choices_for_snapshot"]
 
 
@@ -172,22 +171,6 @@ def choices_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> Speculatio
                               choice.install_has_dflash, tuple(entries), options.ignored_keys)
 
 
-def speculation_choices(model_dir: str | bytes | os.PathLike,
-                        options: Options | str | bytes | None = None) -> dict:
-    """Every item of the speculation and drafter pickers for `model_dir`, as
-    the `tsffi_speculation_choices` object (`options`: an `Options`, or the
-    options JSON a host passes). Raises what the plan call raises for bad
-    options, and `InvalidArgument` for a block outside 1..15."""
-    from .install import snapshot
-    from .options import parse_options
-    from .wire import choices_to_dict
-    from .model_names import resolve_model_dir
-    snap = snapshot(resolve_model_dir(model_dir))
-    if not isinstance(options, Options):
-        options = parse_options(options)
-    return choices_to_dict(choices_for_snapshot(snap, options))
-
-
 def speculation_plan(model_dir: str | bytes | os.PathLike,
                      options: Options = DEFAULT_OPTIONS) -> PlanResult:
     """The whole decision for `model_dir` (a directory or an installed alias,
@@ -200,61 +183,3 @@ def speculation_plan(model_dir: str | bytes | os.PathLike,
     from .install import snapshot
     from .model_names import resolve_model_dir
     return plan_for_snapshot(snapshot(resolve_model_dir(model_dir)), options)
-
-
-def install_info(model_dir: str | bytes | os.PathLike) -> dict:
-    """What the install's files say, as the `tsffi_install_info_json` object
-    (`model_dir` resolved as in `speculation_plan`)."""
-    from .install import snapshot
-    from .model_names import resolve_model_dir
-    return install_info_for_snapshot(snapshot(resolve_model_dir(model_dir)))
-
-
-def install_info_for_snapshot(snap) -> dict:
-    """`install_info` of an install snapshot."""
-    from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
-    from .resident_index import (DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS,
-                                 install_has_dflash, install_has_mtp_head)
-
-    index = snap.index
-    info: dict = {"modelDir": snap.model_dir, "indexReadable": index is not None,
-                  "indexError": None if index is not None else str(snap.index_error),
-                  "indexCheck": None if index is not None else snap.index_error.check}
-    if index is None:
-        info.update(entryCount=None, indexBytes=None, residentBytes=None,
-                    installHasMtpHead=None, installHasDflash=None, mtpHead=None,
-                    dflashDrafter=None, probe=None)
-    else:
-        def drafter_info(expected: tuple[str, ...], present: bool) -> dict:
-            have = [name for name in expected if name in index]
-            return {"present": present, "tensors": len(have),
-                    "expected": len(expected), "complete": len(have) == len(expected),
-                    # Listed only for a partial drafter: for an absent one
-                    # "all 81" says nothing `present: false` does not.
-                    "missing": [name for name in expected if name not in index]
-                    if have else []}
-        layer = first_full_attention_layer(index)
-        probe = None
-        if layer is not None:
-            name = probe_tensor_name(layer)
-            dtype = index.dtype_of(name)
-            probe = {"layer": layer, "tensor": name, "present": dtype is not None,
-                     "dtype": dtype, "dtypeName": DTYPE_NAMES.get(dtype),
-                     "verifyCovers": dtype in VERIFY_PROBE_DTYPES}
-        has_mtp, has_dflash = install_has_mtp_head(index), install_has_dflash(index)
-        info.update(entryCount=index.entry_count, indexBytes=index.index_size,
-                    residentBytes=index.resident_size,
-                    installHasMtpHead=has_mtp, installHasDflash=has_dflash,
-                    mtpHead=drafter_info(MTP_HEAD_TENSORS, has_mtp),
-                    dflashDrafter=drafter_info(DFLASH_TENSORS, has_dflash),
-                    probe=probe)
-    layout = snap.layout
-    info["experts"] = {
-        # null when the layout could not be read: present or not is unknown.
-        "layoutPresent": layout.present if layout is not None else None,
-        "expertsPerLayer": layout.experts_per_layer if layout is not None else None,
-        "numLayers": layout.num_layers if layout is not None else None,
-        "error": None if snap.layout_error is None else str(snap.layout_error)}
-    info["blockerPreview"] = {"mtp": snap.blocker_preview(SpeculativeDrafter.MTP),
-                              "dflash": snap.blocker_preview(SpeculativeDrafter.DFLASH)}
-    return info

@@ -20,6 +20,8 @@ __all__ = [
     "DEFAULT_SPECULATION_BLOCK",
     "DFLASH_SERVING_BLOCK",
     "ALLOWED_SPECULATION_BLOCKS",
+    "DRAFTER_SPELLINGS",
+    "U32_MAX",
     "DFLASH_AUTO_NOTE",
     "SAMPLED_BLOCK_DRAFTER_REASON",
     "Speculation",
@@ -48,7 +50,11 @@ DFLASH_SERVING_BLOCK = 2
 ALLOWED_SPECULATION_BLOCKS = range(1, 16)
 # How the engine's messages write the range (Rust's Debug of `1..=15`).
 ALLOWED_SPECULATION_BLOCKS_TEXT = "1..=15"
-_U32_MAX = (1 << 32) - 1
+# A block is a u32 in the engine's types (the option parser refuses beyond).
+U32_MAX = (1 << 32) - 1
+# The drafter's spellings, exact, in the order a settings pane lists them:
+# the option values, the JSON values and the Python values alike.
+DRAFTER_SPELLINGS = ("auto", "mtp", "dflash")
 
 # NAMES BOTH SPELLINGS, because there are three front ends and one of them has
 # no command line: a GUI driving the C ABI reads this note verbatim, and
@@ -88,7 +94,7 @@ class SpeculativeDrafter(Value):
             return cls._by_value[value]
         except (KeyError, TypeError):
             raise ValueError(f"invalid SpeculativeDrafter {value!r} "
-                             "(accepts 'auto', 'mtp', 'dflash')") from None
+                             f"(accepts {', '.join(map(repr, DRAFTER_SPELLINGS))})") from None
 
     @classmethod
     def _make(cls, value: str) -> SpeculativeDrafter:
@@ -109,9 +115,8 @@ class SpeculativeDrafter(Value):
         return f"SpeculativeDrafter.{self.value.upper()}"
 
 
-SpeculativeDrafter.AUTO = SpeculativeDrafter._make("auto")
-SpeculativeDrafter.MTP = SpeculativeDrafter._make("mtp")
-SpeculativeDrafter.DFLASH = SpeculativeDrafter._make("dflash")
+SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH = (
+    SpeculativeDrafter._make(spelling) for spelling in DRAFTER_SPELLINGS)
 
 
 class Speculation(Value):
@@ -129,8 +134,8 @@ class Speculation(Value):
             if n is not None:
                 raise ValueError(f"Speculation {kind!r} takes no block, got {n!r}")
         elif kind == "block":
-            if type(n) is not int or not 0 <= n <= _U32_MAX:
-                raise ValueError(f"Speculation block must be an int in 0..={_U32_MAX}, "
+            if type(n) is not int or not 0 <= n <= U32_MAX:
+                raise ValueError(f"Speculation block must be an int in 0..={U32_MAX}, "
                                  f"got {n!r}")
         else:
             raise ValueError(f"invalid Speculation kind {kind!r} "

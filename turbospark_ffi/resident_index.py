@@ -385,7 +385,7 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
     # Only the names are read past the table; names that point outside the
     # index region are check 7's business and are not read at all.
     if native is not None:
-        names_end = native[1].tsffi_index_names_end(table, entry_count, index_size, table_end)
+        names_end = native[0](table, entry_count, index_size, table_end)
     else:
         name_offsets, name_ends = _name_ranges(table, entry_count)
         names_end = max((end for end in name_ends if end <= index_size), default=table_end)
@@ -400,7 +400,7 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
                 check="short_read")
     head = header + table
     if native is not None:
-        joined = _native_check(native, head, tail, entry_count, index_size, resident_end)
+        joined = native[1](head, tail, entry_count, index_size, resident_end)
         if joined is not None:
             # The names live in `joined`; entries are decoded from `head`.
             return ResidentIndex(path, index_size, resident_size, entry_count, file_size,
@@ -413,42 +413,24 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
                          slot_by_name, len(region))
 
 
-# (ffi, lib) of the loaded libturbospark_ffi, whose C pass does check 7 for
-# an index that passes it (tsffi_index_scan.c); None: the Python passes alone.
+# The loaded library's C pass (tsffi_index_scan.c), as two plain callables
+# handed down by _abi.bind: `names_end(table, count, index_size, table_end)`,
+# where the names end, and `scan(head, tail, count, index_size, resident_end)`,
+# the names "\n"-joined with a leading "\n" when check 7 passes, else None
+# (the Python passes decide and word the failure). None: the Python passes
+# alone.
 _native = None
 
 
-def use_native_scan(ffi, lib) -> None:
-    """Let the reader use the library's C pass (`_abi.bind` calls this when
+def use_native_scan(names_end, scan) -> None:
+    """Let the reader use the library's C pass (`_abi.bind` hands it down when
     the library starts); `use_native_scan(None, None)` goes back to Python.
 
     Both paths accept exactly the same indexes and name the same first
     failure: the C pass only ever accepts, and hands everything else, with
     every non-ASCII name, back to the Python passes (tests compare them)."""
     global _native
-    _native = None if lib is None else (ffi, lib)
-
-
-def _native_check(native, head: bytes, tail: bytes, count: int, index_size: int,
-                  resident_end: int) -> bytes | None:
-    """The names as ResidentIndex._joined, or None: let the Python passes
-    decide (and word the failure)."""
-    ffi, lib = native
-    # Distinct names inside the string table fit in it, plus one "\n" each;
-    # names sharing bytes or lying in the entry table may need more: asked for.
-    capacity = len(tail) + count
-    needed = ffi.new("uint64_t *")
-    for _attempt in range(2):
-        joined = ffi.new("char[]", capacity + 1)
-        verdict = lib.tsffi_index_scan(head, tail, len(tail), count, index_size, resident_end,
-                                     joined + 1, capacity, needed)
-        if verdict == lib.TSFFI__SCAN_OK:
-            joined[0] = b"\n"
-            return ffi.buffer(joined, needed[0] + 1)[:]
-        if verdict != lib.TSFFI__SCAN_JOINED_TOO_SMALL:
-            return None
-        capacity = needed[0]
-    return None  # pragma: no cover - the second attempt has the room it asked for
+    _native = None if scan is None else (names_end, scan)
 
 
 def _name_ranges(table: bytes, count: int) -> tuple[list[int], list[int]]:

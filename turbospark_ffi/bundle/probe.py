@@ -68,9 +68,8 @@ for name, module in sorted(sys.modules.items()):
 
 
 def header_constants(header: Path) -> dict[str, int]:
-    import re
-    return {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"^#define\s+(TSFFI_[A-Z0-9_]+)\s+(\d+)u?\b", header.read_text(), re.M)}
+    from ..native import header_constants as read
+    return read(header.read_text())
 
 
 def probe_calls(samples: Path, scratch: Path) -> list[tuple[int, bytes, bytes]]:
@@ -126,4 +125,11 @@ def run_probe(python: str, calls: list, library: str, path: list[str], scratch: 
         elif kind == "M":
             name, _, origin = rest.partition("\t")
             modules[name] = origin
+    # Status 6 is TSFFI_ERR_INTERNAL: the package itself failed (a module
+    # missing from an install, say). Comparing two runs that fail alike
+    # would prove nothing, so no probe may answer it.
+    broken = [r for r in results if r.split("\t")[1] == "6"]
+    if broken:
+        got = bytes.fromhex(broken[0].split("\t")[2]).decode("utf-8", "replace")
+        raise BundleError(f"the library's Python side fails: {got[:300]}")
     return results, modules

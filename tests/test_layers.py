@@ -1,0 +1,125 @@
+"""The package's layers only point down.
+
+Every module has a layer; an import (at module level or inside a function,
+where most of them are, for start-up time) may only name a module of a
+lower layer or its own, and the imports form no cycle. A new module fails
+here until it is given a layer.
+
+    0  errors, _value               values and errors
+    1  jsontext                     JSON text in and out, no shapes
+    2  resident_index, expert_layout, model_names
+                                    the install's files: the reader, the
+                                    layout, model names
+    3  policy                       the seed's types and three decisions
+    4  options, blockers            option keys to the policy's typed requests;
+                                    the engine's blocker previewed
+    5  install                      an install's snapshot (reader + layout +
+                                    blocker preview, remembered while stat()
+                                    says the files are unchanged)
+    6  plan                         the seed's flow end to end; the choices table
+    7  wire                         every JSON shape of the C ABI
+    8  _abi, cli, bundle.*, install_writer, native, __main__
+                                    the glue: C, the command line, bundles,
+                                    test installs, build flags
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "turbospark_ffi"
+
+LAYERS = {
+    "errors": 0, "_value": 0,
+    "jsontext": 1,
+    "resident_index": 2, "expert_layout": 2, "model_names": 2,
+    "policy": 3,
+    "options": 4, "blockers": 4,
+    "install": 5,
+    "plan": 6,
+    "wire": 7,
+    "_abi": 8, "cli": 8, "install_writer": 8, "native": 8, "__main__": 8,
+    "bundle": 8, "bundle.elf": 8, "bundle.probe": 8, "bundle.write": 8,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def package_imports(path: Path) -> set[str]:
+    """The package modules `path` imports, wherever the import statement is.
+    `from . import __version__` names the package itself, not a module."""
+    mod = module_name(path)
+    is_package = path.name == "__init__.py"
+    base = mod.split(".") if is_package else mod.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            anchor = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+            target = ".".join(anchor + ([node.module] if node.module else []))
+            if node.module is None:
+                for alias in node.names:
+                    name = ".".join(filter(None, [target, alias.name]))
+                    if (PACKAGE / (name.replace(".", "/") + ".py")).exists() or \
+                            (PACKAGE / name.replace(".", "/")).is_dir():
+                        found.add(name)
+            elif target:
+                found.add(target)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("turbospark_ffi."):
+                    found.add(alias.name[len("turbospark_ffi."):])
+    found.discard(mod)
+    return found
+
+
+GRAPH = {module_name(p): package_imports(p) for p in sorted(PACKAGE.rglob("*.py"))
+         if module_name(p)}
+
+
+def test_every_module_has_a_layer():
+    assert sorted(set(GRAPH) - set(LAYERS)) == []
+    assert sorted(set(LAYERS) - set(GRAPH)) == []  # no stale rows
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_imports_point_down(module):
+    up = sorted(dep for dep in GRAPH[module] if LAYERS[dep] > LAYERS[module])
+    assert up == [], f"{module} (layer {LAYERS[module]}) imports from higher layers"
+
+
+def test_no_import_cycle():
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(node: str, path: list[str]) -> bool:
+        state[node] = 1
+        for dep in sorted(GRAPH[node]):
+            if state.get(dep) == 1:
+                cycle.extend(path[path.index(dep):] + [dep] if dep in path else [node, dep])
+                return True
+            if dep not in state and visit(dep, path + [dep]):
+                return True
+        state[node] = 2
+        return False
+
+    for node in sorted(GRAPH):
+        if node not in state and visit(node, [node]):
+            break
+    assert cycle == []
+
+
+def test_the_reader_of_the_imports_sees_them():
+    """The graph this file checks is real: known edges are found, at module
+    level and inside functions alike."""
+    assert "jsontext" in GRAPH["options"]          # module level
+    assert "resident_index" in GRAPH["policy"]     # inside a function
+    assert "bundle.elf" in GRAPH["bundle.write"]   # a subpackage's relative import
+    assert "policy" in GRAPH["wire"]
