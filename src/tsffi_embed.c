@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,12 @@
 
 /* Dispatch ids: also declared to cffi (ffi_build.py), so Python reads the
  * same numbers. */
-#define TSFFI__FN_BUILD_INFO 0
-#define TSFFI__FN_RESOLVE_DRAFTER 1
-#define TSFFI__FN_DRAFT_POLICIES 2
+#define TSFFI__FN_BUILD_INFO          0
+#define TSFFI__FN_RESOLVE_DRAFTER     1
+#define TSFFI__FN_DRAFT_POLICIES      2
 #define TSFFI__FN_RESOLVE_SPECULATION 3
-#define TSFFI__FN_SPECULATION_PLAN 4
-#define TSFFI__FN_INSTALL_INFO 5
+#define TSFFI__FN_SPECULATION_PLAN    4
+#define TSFFI__FN_INSTALL_INFO        5
 #define TSFFI__FN_SPECULATION_CHOICES 6
 
 /* extern "Python" functions, defined by cffi from the cdef; forward. */
@@ -145,7 +146,6 @@ static int32_t tsffi_emit(char **out, const char *data, size_t n) {
     return TSFFI_OK;
 }
 
-
 /* ------------------------------------------------------------------------
  * The warm path, without Python.
  *
@@ -164,7 +164,7 @@ static int32_t tsffi_emit(char **out, const char *data, size_t n) {
  * tick of a read can never be served from here. Bounded: TSFFI_CACHE_SLOTS
  * entries, replaced in turn. */
 
-#define TSFFI_CACHE_SLOTS 64
+#define TSFFI_CACHE_SLOTS   64
 #define TSFFI_CACHE_MAX_ARG 4096
 
 struct tsffi_file_key {
@@ -281,7 +281,7 @@ static char *tsffi_strdup(const char *s) {
 /* Called by Python with the stat() values of the snapshot the answer came
  * from (two keys of 7 values each). */
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
-                          const char *result, size_t len) {
+                            const char *result, size_t len) {
     struct tsffi_cached fresh, old;
     int i, slot = -1;
     if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG ||
@@ -372,8 +372,12 @@ static const char *tsffi_get_library_path(void) { return tsffi_library_path; }
 static const char *tsffi_get_package_parent(void) { return tsffi_package_parent; }
 static int tsffi_get_owns_interpreter(void) { return tsffi_owns_interpreter; }
 
-static void tsffi_runtime_fail(const char *fmt, const char *a, const char *b) {
-    snprintf(tsffi_runtime_message, sizeof tsffi_runtime_message, fmt, a ? a : "", b ? b : "");
+/* The runtime's verdict, as a message every later call returns. */
+__attribute__((format(printf, 1, 2))) static void tsffi_runtime_fail(const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(tsffi_runtime_message, sizeof tsffi_runtime_message, fmt, args);
+    va_end(args);
     tsffi_runtime_status = TSFFI_ERR_RUNTIME;
 }
 
@@ -451,8 +455,10 @@ static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
             tsffi_is_file(marker)) {
             L->bundled = 1;
             if (!tsffi_join(L->home, sizeof L->home, probe, "python") ||
-                !tsffi_join(L->stdlib_zip, sizeof L->stdlib_zip, L->home, TSFFI_BUILD_STDLIB_ZIP_NAME) ||
-                !tsffi_join(L->stdlib, sizeof L->stdlib, L->home, "lib/" TSFFI_BUILD_PYTHON_DIRNAME) ||
+                !tsffi_join(L->stdlib_zip, sizeof L->stdlib_zip, L->home,
+                            TSFFI_BUILD_STDLIB_ZIP_NAME) ||
+                !tsffi_join(L->stdlib, sizeof L->stdlib, L->home,
+                            "lib/" TSFFI_BUILD_PYTHON_DIRNAME) ||
                 !tsffi_join(L->dynload, sizeof L->dynload, L->stdlib, "lib-dynload") ||
                 !tsffi_join(L->package_parent, sizeof L->package_parent, L->home, "site-packages"))
                 return -1;
@@ -512,9 +518,9 @@ static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
     if (!tsffi_join(check, sizeof check, L->stdlib, "os.py") ||
         (!tsffi_is_file(check) && !tsffi_is_file(L->stdlib_zip))) {
         tsffi_runtime_fail("the Python standard library is not at %s (this library was built "
-                        "against the Python whose home is %s; reinstall that Python or "
-                        "rebuild the library against the Python installed now)",
-                        L->stdlib, L->home);
+                           "against the Python whose home is %s; reinstall that Python or "
+                           "rebuild the library against the Python installed now)",
+                           L->stdlib, L->home);
         return -1;
     }
 
@@ -531,12 +537,10 @@ static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
         needed[2] = L->dynload;
         for (i = 0; i < 3; i++) {
             if (!tsffi_only_owner_writes(needed[i], &mode)) {
-                char octal[16];
-                snprintf(octal, sizeof octal, "%04o", mode);
                 tsffi_runtime_fail("refusing to import Python code from %s: the directory is "
-                                   "writable by others than its owner (mode %s); make it "
+                                   "writable by others than its owner (mode %04o); make it "
                                    "writable by its owner only",
-                                   needed[i], octal);
+                                   needed[i], mode);
                 return -1;
             }
         }
@@ -563,21 +567,19 @@ static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
         tsffi_set_wide(&config, &config.base_executable, tsffi_library_path) != 0 ||
         tsffi_append_path(&config, L->package_parent) != 0 ||
         (L->bundled && tsffi_append_path(&config, L->stdlib_zip) != 0) ||
-        tsffi_append_path(&config, L->stdlib) != 0 ||
-        tsffi_append_path(&config, L->dynload) != 0 ||
+        tsffi_append_path(&config, L->stdlib) != 0 || tsffi_append_path(&config, L->dynload) != 0 ||
         (L->cffi_dir[0] != '\0' && strcmp(L->cffi_dir, L->package_parent) != 0 &&
          tsffi_append_path(&config, L->cffi_dir) != 0)) {
         PyConfig_Clear(&config);
-        tsffi_runtime_fail("could not configure the embedded Python (out of memory?)%s%s",
-                        NULL, NULL);
+        tsffi_runtime_fail("could not configure the embedded Python (out of memory?)");
         return -1;
     }
     status = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
     if (PyStatus_Exception(status)) {
         tsffi_runtime_fail("the embedded Python failed to start: %s%s",
-                        status.err_msg ? status.err_msg : "unknown error",
-                        status.func ? " (in CPython's start-up)" : "");
+                           status.err_msg ? status.err_msg : "unknown error",
+                           status.func ? " (in CPython's start-up)" : "");
         return -1;
     }
     tsffi_owns_interpreter = 1;
@@ -594,8 +596,8 @@ static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
             if (text != NULL)
                 detail = PyUnicode_AsUTF8(text);
             tsffi_runtime_fail("cffi is missing: cannot import its backend _cffi_backend "
-                            "(%s); install cffi beside the package, in %s",
-                            detail ? detail : "unknown error", L->package_parent);
+                               "(%s); install cffi beside the package, in %s",
+                               detail ? detail : "unknown error", L->package_parent);
             Py_XDECREF(text);
             Py_XDECREF(type);
             Py_XDECREF(value);
@@ -622,8 +624,7 @@ static void tsffi_runtime_start(void) {
      * would make us look for our package beside IT. */
     if (dladdr((void *)&tsffi_runtime_start, &self) == 0 || self.dli_fname == NULL ||
         realpath(self.dli_fname, tsffi_library_path) == NULL) {
-        tsffi_runtime_fail("cannot locate libturbospark_ffi itself (dladdr/realpath failed)%s%s",
-                        NULL, NULL);
+        tsffi_runtime_fail("cannot locate libturbospark_ffi itself (dladdr/realpath failed)");
         return;
     }
     snprintf(lib_dir, sizeof lib_dir, "%s", tsffi_library_path);
@@ -631,8 +632,8 @@ static void tsffi_runtime_start(void) {
     if (slash != NULL)
         *slash = '\0';
     if (tsffi_find_layout(lib_dir, &layout) != 0) {
-        tsffi_runtime_fail("the library's path %s is too long to derive its package from%s",
-                        tsffi_library_path, NULL);
+        tsffi_runtime_fail("the library's path %s is too long to derive its package from",
+                           tsffi_library_path);
         return;
     }
     snprintf(tsffi_package_parent, sizeof tsffi_package_parent, "%s", layout.package_parent);
@@ -655,7 +656,8 @@ static void tsffi_runtime_start(void) {
 
     if (cffi_start_python() != 0) {
         tsffi_runtime_fail("cffi's embedding start-up failed (the init code could not run); "
-                        "package directory: %s%s", tsffi_package_parent, NULL);
+                           "package directory: %s",
+                           tsffi_package_parent);
         return;
     }
     {
@@ -745,8 +747,8 @@ TSFFI_API void tsffi_string_free(char *s) { free(s); }
  * whatever state the runtime is in), start the runtime once, dispatch.
  * `required` is the argument that must not be NULL (or NULL if none). */
 static int32_t tsffi_entry(int32_t fn, const char *required, const char *required_name,
-                        const char *required_accepts, const char *a, const char *b,
-                        char **out_json) {
+                           const char *required_accepts, const char *a, const char *b,
+                           char **out_json) {
     int32_t status;
     tsffi_error_clear();
     if (out_json == NULL)
@@ -772,16 +774,16 @@ TSFFI_API int32_t tsffi_build_info_json(char **out_json) {
 }
 
 TSFFI_API int32_t tsffi_resolve_drafter(const char *model_dir, const char *options_json,
-                                  char **out_json) {
-    return tsffi_entry(TSFFI__FN_RESOLVE_DRAFTER, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
-                    options_json, out_json);
+                                        char **out_json) {
+    return tsffi_entry(TSFFI__FN_RESOLVE_DRAFTER, model_dir, "model_dir", TSFFI_DIR_ACCEPTS,
+                       model_dir, options_json, out_json);
 }
 
 TSFFI_API int32_t tsffi_draft_policies(const char *choice_json, const char *options_json,
-                                 char **out_json) {
+                                       char **out_json) {
     return tsffi_entry(TSFFI__FN_DRAFT_POLICIES, choice_json, "choice_json",
-                    "the JSON object tsffi_resolve_drafter returned", choice_json, options_json,
-                    out_json);
+                       "the JSON object tsffi_resolve_drafter returned", choice_json, options_json,
+                       out_json);
 }
 
 TSFFI_API int32_t tsffi_resolve_speculation(const char *options_json, char **out_json) {
@@ -789,18 +791,18 @@ TSFFI_API int32_t tsffi_resolve_speculation(const char *options_json, char **out
 }
 
 TSFFI_API int32_t tsffi_speculation_plan(const char *model_dir, const char *options_json,
-                                   char **out_json) {
-    return tsffi_entry(TSFFI__FN_SPECULATION_PLAN, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
-                    options_json, out_json);
+                                         char **out_json) {
+    return tsffi_entry(TSFFI__FN_SPECULATION_PLAN, model_dir, "model_dir", TSFFI_DIR_ACCEPTS,
+                       model_dir, options_json, out_json);
 }
 
 TSFFI_API int32_t tsffi_speculation_choices(const char *model_dir, const char *options_json,
-                                         char **out_json) {
+                                            char **out_json) {
     return tsffi_entry(TSFFI__FN_SPECULATION_CHOICES, model_dir, "model_dir", TSFFI_DIR_ACCEPTS,
-                    model_dir, options_json, out_json);
+                       model_dir, options_json, out_json);
 }
 
 TSFFI_API int32_t tsffi_install_info_json(const char *model_dir, char **out_json) {
-    return tsffi_entry(TSFFI__FN_INSTALL_INFO, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir, "",
-                    out_json);
+    return tsffi_entry(TSFFI__FN_INSTALL_INFO, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
+                       "", out_json);
 }

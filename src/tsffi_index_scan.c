@@ -17,16 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TSFFI__ENTRY_SIZE 72u
+#define TSFFI__ENTRY_SIZE  72u
 #define TSFFI__HEADER_SIZE 24u
 
-#define TSFFI__SCAN_DECLINED 0
-#define TSFFI__SCAN_OK 1
+#define TSFFI__SCAN_DECLINED         0
+#define TSFFI__SCAN_OK               1
 #define TSFFI__SCAN_JOINED_TOO_SMALL 2
 
 static uint64_t tsffi__le64(const unsigned char *p) {
     uint64_t v = 0;
-    for (int k = 7; k >= 0; k--) v = (v << 8) | p[k];
+    for (int k = 7; k >= 0; k--)
+        v = (v << 8) | p[k];
     return v;
 }
 
@@ -38,23 +39,25 @@ static uint32_t tsffi__le32(const unsigned char *p) {
  * lies inside the index region. Names ending past index_size are check 7's
  * failure and are never read (a hostile nameOffset must not make us read
  * 4 GB). Never less than table_end. */
-static uint64_t tsffi_index_names_end(const char *table_chars, uint64_t count,
-                                    uint64_t index_size, uint64_t table_end) {
+static uint64_t tsffi_index_names_end(const char *table_chars, uint64_t count, uint64_t index_size,
+                                      uint64_t table_end) {
     const unsigned char *table = (const unsigned char *)table_chars;
     uint64_t best = table_end;
     for (uint64_t k = 0; k < count; k++) {
         const unsigned char *e = table + k * TSFFI__ENTRY_SIZE;
         uint64_t end = (uint64_t)tsffi__le32(e) + (uint64_t)(e[4] | e[5] << 8);
-        if (end <= index_size && end > best) best = end;
+        if (end <= index_size && end > best)
+            best = end;
     }
     return best;
 }
 
 /* A plane of size 0 is accepted wherever it claims to be (docs/ENGINE.md section 1, check 7). */
 static int tsffi__plane_ok(const unsigned char *e, unsigned at, uint64_t index_size,
-                        uint64_t resident_end) {
+                           uint64_t resident_end) {
     uint64_t offset = tsffi__le64(e + at), size = tsffi__le64(e + at + 8);
-    if (size == 0) return 1;
+    if (size == 0)
+        return 1;
     /* offset + size may not fit in 64 bits: compare against what is left. */
     return offset >= index_size && offset <= resident_end && size <= resident_end - offset;
 }
@@ -79,7 +82,8 @@ static uint64_t tsffi__name_hash(const unsigned char *p, uint32_t n, int *plain)
         uint64_t w = 0;
         for (uint32_t j = 0; k + j < n; j++) {
             unsigned char c = p[k + j];
-            if (c >= 0x80 || c == '\n') bad = 1;
+            if (c >= 0x80 || c == '\n')
+                bad = 1;
             w |= (uint64_t)c << (8 * j);
         }
         h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
@@ -95,9 +99,10 @@ static uint64_t tsffi__name_hash(const unsigned char *p, uint32_t n, int *plain)
  * 100,000-entry index into one buffer); NULL for a name that straddles the
  * two or runs past what was read, which the Python passes then judge. */
 static const unsigned char *tsffi__name_bytes(const unsigned char *head, uint64_t table_end,
-                                           const unsigned char *tail, uint64_t tail_len,
-                                           uint64_t offset, uint64_t length) {
-    if (offset + length <= table_end) return head + offset;
+                                              const unsigned char *tail, uint64_t tail_len,
+                                              uint64_t offset, uint64_t length) {
+    if (offset + length <= table_end)
+        return head + offset;
     if (offset >= table_end && offset - table_end + length <= tail_len)
         return tail + (offset - table_end);
     return NULL;
@@ -110,23 +115,27 @@ static const unsigned char *tsffi__name_bytes(const unsigned char *head, uint64_
  * On TSFFI__SCAN_JOINED_TOO_SMALL the index is valid but the names need *needed
  * bytes: call again with that much. TSFFI__SCAN_DECLINED: see the file comment. */
 static int tsffi_index_scan(const char *head_chars, const char *tail_chars, uint64_t tail_len,
-                          uint64_t count, uint64_t index_size, uint64_t resident_end,
-                          char *joined, uint64_t joined_cap, uint64_t *needed) {
+                            uint64_t count, uint64_t index_size, uint64_t resident_end,
+                            char *joined, uint64_t joined_cap, uint64_t *needed) {
     /* char in the signature: cffi hands a Python bytes object to a char *
      * without copying it. */
     const unsigned char *head = (const unsigned char *)head_chars;
     const unsigned char *tail = (const unsigned char *)tail_chars;
     const uint64_t table_end = TSFFI__HEADER_SIZE + count * TSFFI__ENTRY_SIZE;
     *needed = 0;
-    if (count == 0) return TSFFI__SCAN_OK;
-    if (count > (UINT32_MAX >> 2)) return TSFFI__SCAN_DECLINED; /* entry numbers are 32-bit */
+    if (count == 0)
+        return TSFFI__SCAN_OK;
+    if (count > (UINT32_MAX >> 2))
+        return TSFFI__SCAN_DECLINED; /* entry numbers are 32-bit */
     uint64_t buckets = 1;
-    while (buckets < count * 2) buckets <<= 1;
+    while (buckets < count * 2)
+        buckets <<= 1;
     /* Each slot: the name's hash in the high half, entry number + 1 in the
      * low half (0 = empty). Probing compares hashes first, so it touches the
      * entry table only for a real duplicate (or a one-in-2^32 tie). */
     uint64_t *slots = calloc(buckets, sizeof *slots);
-    if (!slots) return TSFFI__SCAN_DECLINED;
+    if (!slots)
+        return TSFFI__SCAN_DECLINED;
 
     const unsigned char *table = head + TSFFI__HEADER_SIZE;
     uint64_t written = 0;
@@ -149,7 +158,10 @@ static int tsffi_index_scan(const char *head_chars, const char *tail_chars, uint
         uint64_t hash = tsffi__name_hash(name, name_length, &plain);
         /* Non-ASCII: the engine decodes leniently, so two different byte
          * strings can be one name; Python canonicalises those. */
-        if (!plain) { verdict = TSFFI__SCAN_DECLINED; break; }
+        if (!plain) {
+            verdict = TSFFI__SCAN_DECLINED;
+            break;
+        }
         uint64_t tag = hash & 0xFFFFFFFF00000000ull;
         uint64_t bucket = hash & (buckets - 1);
         int duplicate = 0;
@@ -160,14 +172,18 @@ static int tsffi_index_scan(const char *head_chars, const char *tail_chars, uint
                 uint32_t other_length = (uint32_t)(o[4] | o[5] << 8);
                 if (other_length == name_length &&
                     memcmp(tsffi__name_bytes(head, table_end, tail, tail_len, tsffi__le32(o),
-                                          other_length), name, name_length) == 0) {
+                                             other_length),
+                           name, name_length) == 0) {
                     duplicate = 1;
                     break;
                 }
             }
             bucket = (bucket + 1) & (buckets - 1);
         }
-        if (duplicate) { verdict = TSFFI__SCAN_DECLINED; break; }
+        if (duplicate) {
+            verdict = TSFFI__SCAN_DECLINED;
+            break;
+        }
         slots[bucket] = tag | (k + 1);
         if (written + name_length + 1 <= joined_cap) {
             memcpy(joined + written, name, name_length);
@@ -176,7 +192,8 @@ static int tsffi_index_scan(const char *head_chars, const char *tail_chars, uint
         written += (uint64_t)name_length + 1;
     }
     free(slots);
-    if (verdict != TSFFI__SCAN_OK) return verdict;
+    if (verdict != TSFFI__SCAN_OK)
+        return verdict;
     *needed = written;
     return written <= joined_cap ? TSFFI__SCAN_OK : TSFFI__SCAN_JOINED_TOO_SMALL;
 }
