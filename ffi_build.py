@@ -47,8 +47,9 @@ INTERNAL_CDEF = """
 static void tsffi_set_error(const char *msg, size_t n);
 static int32_t tsffi_emit(char **out, const char *data, size_t n);
 static const char *tsffi_getenv(const char *name);
-static void tsffi_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
-                          const char *result, size_t len);
+struct tsffi_file_key { int64_t ok, dev, ino, size, mtime_ns, ctime_ns, mode; };
+static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
+                            const struct tsffi_file_key *keys, const char *result, size_t len);
 static const char *tsffi_get_library_path(void);
 static const char *tsffi_get_package_parent(void);
 static int tsffi_get_owns_interpreter(void);
@@ -67,8 +68,9 @@ extern "Python" int32_t tsffi_py_init_status(char *buf, size_t cap);
 # The init code runs inside cffi's start-up. It must not raise: cffi would
 # print the traceback to the host's stderr and every call would return 0
 # (TSFFI_OK) from then on. So it attaches the two entry points FIRST, then tries
-# to import the package, and keeps any failure as a message that every call
-# returns as TSFFI_ERR_RUNTIME.
+# to import the package and hand over to it (turbospark_ffi/_boot.py, which
+# the bundle's probe calls too), and keeps any failure as a message that
+# every call returns as TSFFI_ERR_RUNTIME.
 INIT_CODE = r'''
 def _tsffi_boot():
     import sys
@@ -120,25 +122,16 @@ def _tsffi_boot():
             # for this one import only: the host's sys.path is the host's.
             sys.path.insert(0, parent)
             try:
-                import turbospark_ffi
+                import turbospark_ffi._boot
             finally:
                 try:
                     sys.path.remove(parent)
                 except ValueError:
                     pass
-        import turbospark_ffi
-        # Only the package beside the library: another copy (further down
-        # sys.path, e.g. the build's cffi directory, or one a Python host
-        # already imported) may be another version, and using it silently
-        # would lie.
-        import os
-        found = os.path.dirname(os.path.dirname(os.path.realpath(turbospark_ffi.__file__)))
-        if found != os.path.realpath(parent):
-            raise ImportError("no turbospark_ffi package beside the library in %s "
-                              "(a different copy at %s was not used)" % (parent, found))
-        from turbospark_ffi import _abi
-        _abi.bind(ffi, lib)
-        state["abi"] = _abi
+        # The rest is the package's own (turbospark_ffi/_boot.py): it checks
+        # that the package is the one beside the library and binds it.
+        from turbospark_ffi import _boot
+        state["abi"] = _boot.attach(ffi, lib, parent)
     except BaseException as exc:
         state["error"] = ("the turbospark_ffi package could not be imported from %s: %s: %s"
                           % (parent, type(exc).__name__, exc))

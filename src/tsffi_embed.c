@@ -167,8 +167,12 @@ static int32_t tsffi_emit(char **out, const char *data, size_t n) {
 #define TSFFI_CACHE_SLOTS   64
 #define TSFFI_CACHE_MAX_ARG 4096
 
+/* What stat() said of one file, compared whole (memcmp: seven int64, no
+ * padding). Declared to cffi too (ffi_build.INTERNAL_CDEF), so Python fills it
+ * by these names and the compiler checks the two agree. A file stat() could
+ * not see has ok = 0 and its errno in dev. */
 struct tsffi_file_key {
-    int64_t v[7]; /* ok, dev, ino, size, mtime_ns, ctime_ns, mode | 0, errno, 0... */
+    int64_t ok, dev, ino, size, mtime_ns, ctime_ns, mode;
 };
 
 struct tsffi_cached {
@@ -189,25 +193,25 @@ static void tsffi_file_key_of(const char *dir, const char *leaf, struct tsffi_fi
     struct stat st;
     memset(k, 0, sizeof *k);
     if (snprintf(path, sizeof path, "%s/%s", dir, leaf) >= (int)sizeof path) {
-        k->v[1] = ENAMETOOLONG;
+        k->dev = ENAMETOOLONG;
         return;
     }
     if (stat(path, &st) != 0) {
-        k->v[1] = errno;
+        k->dev = errno;
         return;
     }
-    k->v[0] = 1;
-    k->v[1] = (int64_t)st.st_dev;
-    k->v[2] = (int64_t)st.st_ino;
-    k->v[3] = (int64_t)st.st_size;
+    k->ok = 1;
+    k->dev = (int64_t)st.st_dev;
+    k->ino = (int64_t)st.st_ino;
+    k->size = (int64_t)st.st_size;
 #if defined(__APPLE__)
-    k->v[4] = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
-    k->v[5] = (int64_t)st.st_ctimespec.tv_sec * 1000000000 + st.st_ctimespec.tv_nsec;
+    k->mtime_ns = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
+    k->ctime_ns = (int64_t)st.st_ctimespec.tv_sec * 1000000000 + st.st_ctimespec.tv_nsec;
 #else
-    k->v[4] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    k->v[5] = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+    k->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    k->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 #endif
-    k->v[6] = (int64_t)st.st_mode;
+    k->mode = (int64_t)st.st_mode;
 }
 
 static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys[2]) {
@@ -280,7 +284,8 @@ static char *tsffi_strdup(const char *s) {
 
 /* Called by Python with the stat() values of the snapshot the answer came
  * from (two keys of 7 values each). */
-static void tsffi_cache_put(int32_t fn, const char *a, const char *b, const int64_t *keys,
+static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
+                            const struct tsffi_file_key *keys,
                             const char *result, size_t len) {
     struct tsffi_cached fresh, old;
     int i, slot = -1;

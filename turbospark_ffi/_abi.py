@@ -195,18 +195,18 @@ def _offer_to_c(fn: int, snap, a: bytes, b: bytes, outcome) -> None:
     from C either."""
     if type(outcome) is not bytes or not snap.trusted:
         return
-    values = []
-    for part in snap.key:
+    keys = _ffi.new("struct tsffi_file_key[2]")
+    for key, part in zip(keys, snap.key):
         if len(part) == 6:
-            dev, ino, size, mtime, ctime, mode = part
-            fields = [1, dev, ino, size, mtime, ctime, mode]
+            key.ok = 1
+            # C compares the same bits as int64 (st_ino/st_dev may exceed 2**63).
+            (key.dev, key.ino, key.size, key.mtime_ns, key.ctime_ns,
+             key.mode) = (v - (_I64 << 1) if v >= _I64 else v for v in part)
         elif part[0] == "error" and part[1] is not None:
-            fields = [0, part[1], 0, 0, 0, 0, 0]
+            key.dev = part[1]  # ok stays 0: the errno stat() gave
         else:
             return
-        # C compares the same bits as int64 (st_ino/st_dev may exceed 2**63).
-        values += [v - (_I64 << 1) if v >= _I64 else v for v in fields]
-    _lib.tsffi_cache_put(fn, a, b, _ffi.new("int64_t[14]", values), outcome, len(outcome))
+    _lib.tsffi_cache_put(fn, a, b, keys, outcome, len(outcome))
 
 
 def _speculation_plan(model_dir: bytes, options: bytes):

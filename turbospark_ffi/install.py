@@ -38,6 +38,7 @@ def _stat_key(path: str) -> tuple:
         return ("error", exc.errno)
     except ValueError:  # embedded NUL
         return ("invalid",)
+    # struct tsffi_file_key's fields in its order (_abi._offer_to_c fills it by name).
     return (s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_mode)
 
 

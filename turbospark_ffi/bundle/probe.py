@@ -15,11 +15,12 @@ from .elf import BundleError
 __all__ = ["header_constants", "probe_calls", "run_probe"]
 
 # Runs with `python -I -S -c`; argv: the call file, the library, then
-# sys.path. Loads the library's own cffi module (_turbospark_ffi_embedded,
-# which the .so carries) for the real `ffi` and `lib`, binds the package's
-# dispatcher to them as the init code does (ffi_build.py INIT_CODE), and calls
-# it as the C wrappers do. Imports nothing else, so that sys.modules at the
-# end is what the library needs. Writes R (result) and M (module) lines.
+# sys.path, the package's folder first. Loads the library's own cffi module
+# (_turbospark_ffi_embedded, which the .so carries) for the real `ffi` and
+# `lib`, attaches the package to them with the init code's own function
+# (turbospark_ffi/_boot.py), and calls the dispatcher as the C wrappers do.
+# Imports nothing else, so that sys.modules at the end is what the library
+# needs. Writes R (result) and M (module) lines.
 _PROBE = r"""
 import sys
 calls_file, library = sys.argv[1], sys.argv[2]
@@ -35,10 +36,8 @@ embedded = _frozen_importlib.module_from_spec(spec)
 sys.modules["_turbospark_ffi_embedded"] = embedded
 loader.exec_module(embedded)
 ffi, lib = embedded.ffi, embedded.lib
-import turbospark_ffi
-import os  # as the init code does, to check where the package came from
-from turbospark_ffi import _abi
-_abi.bind(ffi, lib)
+from turbospark_ffi import _boot
+_abi = _boot.attach(ffi, lib, sys.path[0])
 with open(calls_file, "rb") as f:
     calls = [line.split(b"\t") for line in f.read().split(b"\n") if line]
 write = sys.stdout.write
