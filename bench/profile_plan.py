@@ -238,7 +238,8 @@ def load_library() -> None:
     start binds _abi (which the warm pieces call) and the reader's C pass (so
     views 2 and 3 time what the library runs, not the pure-Python fallback)."""
     import ctypes
-    name = "libturbospark_ffi.dylib" if sys.platform == "darwin" else "libturbospark_ffi.so"
+    from turbospark_ffi.native import library_name
+    name = library_name()
     lib = ctypes.CDLL(str(ROOT / "turbospark_ffi" / name))
     lib.tsffi_build_info_json.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
     lib.tsffi_string_free.argtypes = [ctypes.c_void_p]

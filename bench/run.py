@@ -45,12 +45,14 @@ BIN = OUT / "bin"
 INSTALLS = OUT / "installs"
 HEADER_DIR = ROOT / "include"
 PACKAGE = ROOT / "turbospark_ffi"
-LIBRARY = PACKAGE / ("libturbospark_ffi.dylib" if sys.platform == "darwin"
-                     else "libturbospark_ffi.so")
 OPTIONS = '{"speculativeDrafter":"auto","speculation":"auto"}'
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
+
+from turbospark_ffi.native import library_name  # noqa: E402
+
+LIBRARY = PACKAGE / library_name()
 
 # Repetition counts. "reps": paired repetitions (native run + host run, in
 # alternating order); "procs": fresh host processes for first plans, each

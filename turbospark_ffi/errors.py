@@ -1,8 +1,10 @@
 """The package's exceptions: one per concept, all `ValueError` subclasses, so a
 caller that only wants "was my input bad" catches one type.
 
-Each maps to exactly one C ABI status code in `_abi.py`; the mapping lives
-there and nowhere else.
+`_abi.py` maps InvalidArgument, JsonArgumentError and SpeculationRefused to
+their C ABI status codes (one each); the mapping lives there and nowhere
+else. ResidentIndexError never reaches the C boundary: an unreadable index
+is an answer ("unknown"), not a failure.
 """
 
 from __future__ import annotations
