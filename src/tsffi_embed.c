@@ -285,8 +285,7 @@ static char *tsffi_strdup(const char *s) {
 /* Called by Python with the stat() values of the snapshot the answer came
  * from (two keys of 7 values each). */
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
-                            const struct tsffi_file_key *keys,
-                            const char *result, size_t len) {
+                            const struct tsffi_file_key *keys, const char *result, size_t len) {
     struct tsffi_cached fresh, old;
     int i, slot = -1;
     if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG ||
