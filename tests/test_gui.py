@@ -525,7 +525,7 @@ def test_an_installed_alias_shows_its_folders_answers(open_window, display, load
     the "Installed" list offers the text ones; an alias chosen there (or typed)
     shows every label and mark of the folder it names; the folder watched is
     that one, so a drafter streamed into it updates the note within 2 s; and
-    re-pointing the alias in the store moves the preview by itself."""
+    re-pointing an alias in the store moves the preview by itself."""
     from turbospark_ffi.install_writer import record_install, write_install
     store = tmp_path / "store"
     result = subprocess.run([sys.executable, "-m", "turbospark_ffi", "make-install",
@@ -560,6 +560,25 @@ def test_an_installed_alias_shows_its_folders_answers(open_window, display, load
     problems += oracle.mismatches(event)
     assert problems == [], "\n".join(problems)
 
+    # The store re-points the alias in the entry: no click, and the preview
+    # and the folder watched follow it (a bounded wait for a stuck window, not
+    # a speed claim). Nothing has been written into a watched folder yet, so
+    # only the store's own change can move the preview.
+    record_install(store, "mtp-sample", SAMPLES / "none")
+    want = expected_labels(*library_answer(loaded.lib, str(SAMPLES / "none"), 4, "mtp"), codes)
+    assert want != shown(event)
+    deadline = time.monotonic() + SETTLE_WAIT
+    while True:
+        event = window.next_event(deadline - time.monotonic())
+        assert event is not None, f"the preview did not follow the re-pointed alias; " \
+            f"it showed: {[shown(e) for e in window.log if 'drafter' in e][-3:]}"
+        if event["event"] == "shown" and shown(event) == want:
+            break
+    event = window.settle()
+    assert (event["model"], event["watching"]) == ("mtp-sample", str(SAMPLES / "none"))
+    oracle.folders["mtp-sample"] = str(SAMPLES / "none")
+    assert oracle.mismatches(event) == []
+
     # The alias's folder is the one watched: a DFlash2 drafter streamed into it.
     window.send("model qwen-gui", "speculation 0", "drafter 0")
     before = window.settle()
@@ -573,24 +592,8 @@ def test_an_installed_alias_shows_its_folders_answers(open_window, display, load
         if event is not None and event["event"] == "shown" and shown(event) == want:
             seen = time.monotonic() - written
     assert seen is not None, (f"the preview did not show the new note within {MONITOR_WAIT} s; "
-                              f"it showed: {[shown(e) for e in window.log if 'drafter' in e]}")
+                              f"it showed: {[shown(e) for e in window.log if 'drafter' in e][-3:]}")
     print(f"note shown {seen:.2f} s after the alias's install was rewritten")
-
-    # The store re-points the alias: no click, and the preview and the folder
-    # watched follow it (bounded wait: a stuck window, not a speed claim).
-    record_install(store, "qwen-gui", SAMPLES / "none")
-    want = expected_labels(*library_answer(loaded.lib, str(SAMPLES / "none"), "auto", "auto"),
-                           codes)
-    deadline = time.monotonic() + SETTLE_WAIT
-    event = None
-    while time.monotonic() < deadline:
-        event = window.next_event(deadline - time.monotonic())
-        if event is None or (event["event"] == "shown" and shown(event) == want
-                             and event["watching"] == str(SAMPLES / "none")):
-            break
-    assert event is not None and shown(event) == want, window.log[-3:]
-    repointed = Oracle(loaded.lib, codes, {"qwen-gui": str(SAMPLES / "none")})
-    assert repointed.mismatches(window.settle()) == []
     assert window.close() == (0, "")
 
 
