@@ -682,12 +682,20 @@ def test_library_found_through_the_environment_and_the_package(open_window, disp
     assert window.close() == (0, "")
 
 
-def test_screenshot_of_the_dflash_sample(open_window, display, loaded, codes):
+def test_screenshot_of_the_dflash_sample(open_window, display, loaded, codes, tmp_path):
     """The window on the DFlash2-only sample under auto, note visible, taken
-    from the X screen (the README's picture is a copy of this file)."""
+    from the X screen (the README's picture is a copy of this file), with the
+    samples recorded in a store so that the Installed list is there to use."""
+    from turbospark_ffi.install_writer import record_install
+    store = tmp_path / "store"
+    for name in SAMPLE_NAMES:
+        record_install(store, f"sample-{name}", SAMPLES / name)
     model = str(SAMPLES / "dflash")
-    window = open_window("--library", str(LIBRARY), "--model", model)
+    window = open_window("--library", str(LIBRARY), "--model", model,
+                         env=gui_env(display, TURBOSPARK_HOME=str(store)))
+    assert window.wait_for("store")["installed"] == [f"sample-{n}" for n in SAMPLE_NAMES]
     event = window.settle()
+    assert event["installedSensitive"] is True
     status, answer = library_answer(loaded.lib, model, "auto", "auto")
     assert shown(event) == expected_labels(status, answer, codes)
     assert event["messageKind"] == "Note" and event["message"].startswith(DFLASH_NOTE_START)
