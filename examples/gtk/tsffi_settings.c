@@ -408,6 +408,7 @@ static void read_choices(const char *json, const Request *r, Choices *c) {
     GError *error = NULL;
     JsonObject *root;
     JsonArray *entries;
+    gboolean selected = FALSE;
     guint i, n;
 
     if (!json_parser_load_from_data(parser, json, -1, &error)) {
@@ -424,12 +425,18 @@ static void read_choices(const char *json, const Request *r, Choices *c) {
     for (i = 0; i < n; i++) {
         JsonObject *entry = json_array_get_object_element(entries, i);
         int s = speculation_index(entry), d = drafter_index(entry);
-        if (json_object_get_boolean_member_with_default(entry, "selected", FALSE))
+        if (json_object_get_boolean_member_with_default(entry, "selected", FALSE)) {
             read_entry(entry, &c->preview);
+            selected = TRUE;
+        }
         if (s >= 0 && d == (int)r->drafter)
             read_entry(entry, &c->speculation[s]);
         if (d >= 0 && s == (int)r->speculation)
             read_entry(entry, &c->drafter[d]);
+    }
+    if (!selected) { /* the header promises one; say so rather than show nothing */
+        c->preview.status = TSFFI_ERR_INTERNAL;
+        c->preview.error = g_strdup("the choices mark no item as selected");
     }
     g_object_unref(parser);
 }
@@ -945,7 +952,7 @@ static void on_installed_activated(GtkListBox *list, GtkListBoxRow *row, gpointe
 static void on_store_read(GObject *source, GAsyncResult *result, gpointer data) {
     App *app = data;
     GPtrArray *rows = g_task_propagate_pointer(G_TASK(result), NULL); /* NULL if superseded */
-    GtkWidget *list;
+    GtkWidget *list, *popover;
     char *tooltip;
     guint i;
     (void)source;
@@ -962,12 +969,10 @@ static void on_store_read(GObject *source, GAsyncResult *result, gpointer data) 
         gtk_list_box_append(GTK_LIST_BOX(list), label);
     }
     g_signal_connect(list, "row-activated", G_CALLBACK(on_installed_activated), app);
-    gtk_menu_button_set_popover(GTK_MENU_BUTTON(app->installed_button), NULL);
-    {
-        GtkWidget *popover = gtk_popover_new();
-        gtk_popover_set_child(GTK_POPOVER(popover), list);
-        gtk_menu_button_set_popover(GTK_MENU_BUTTON(app->installed_button), popover);
-    }
+    popover = gtk_popover_new();
+    gtk_popover_set_child(GTK_POPOVER(popover), list);
+    /* The menu button takes the new popover and drops the old one. */
+    gtk_menu_button_set_popover(GTK_MENU_BUTTON(app->installed_button), popover);
     /* Nothing to offer, or a library that cannot be used: nothing to click. */
     gtk_widget_set_sensitive(app->installed_button,
                              rows->len > 0 && gtk_widget_get_sensitive(app->model_entry));
@@ -1258,6 +1263,7 @@ static void drive_report(App *app, const char *event) {
     JsonGenerator *gen;
     JsonNode *root;
     char *line;
+    guint i;
     if (!app->drive)
         return;
     b = json_builder_new();
@@ -1282,7 +1288,7 @@ static void drive_report(App *app, const char *event) {
     add_items(b, "drafterItems", app->drafter_items);
     json_builder_set_member_name(b, "installed");
     json_builder_begin_array(b);
-    for (guint i = 0; app->installed != NULL && i < app->installed->len; i++)
+    for (i = 0; app->installed != NULL && i < app->installed->len; i++)
         json_builder_add_string_value(b, ((StoreRow *)app->installed->pdata[i])->alias);
     json_builder_end_array(b);
     json_builder_set_member_name(b, "installedSensitive");
