@@ -184,6 +184,18 @@ class Window:
     def settle(self) -> dict:
         return self.request("settle", "settled")
 
+    def wait_for(self, name: str) -> dict:
+        """The first `name` event so far, else the next one."""
+        for event in self.log:
+            if event["event"] == name:
+                return event
+        deadline = time.monotonic() + SETTLE_WAIT
+        while True:
+            event = self.next_event(deadline - time.monotonic())
+            assert event is not None, f"no {name!r} within {SETTLE_WAIT} s; {self.describe()}"
+            if event["event"] == name:
+                return event
+
     def rows(self, drop_down: str, click: str = "") -> list[dict]:
         """Open a drop-down's list: its rows as drawn (then click one)."""
         return self.request(f"rows {drop_down} {click}".rstrip(), "rows")["rows"]
@@ -207,9 +219,12 @@ class Window:
 
 @pytest.fixture
 def open_window(app, display, tmp_path):
+    """Opens windows; unless told otherwise, on an empty model store (so what
+    this machine has installed stays out of the tests)."""
     windows = []
 
     def open_(*args: str, **kw) -> Window:
+        kw.setdefault("env", gui_env(display, TURBOSPARK_HOME=str(tmp_path / "no-store")))
         window = Window(app, display, *args, stderr_path=tmp_path / f"stderr{len(windows)}",
                         **kw)
         windows.append(window)
@@ -237,6 +252,17 @@ def library_answer(lib, model: str, speculation, drafter: str) -> tuple[int, obj
     buf = ctypes.create_string_buffer(size + 1)
     lib.tsffi_last_error(buf, size + 1)
     return status, buf.value.decode()
+
+
+def library_choices(lib, model: str, speculation, drafter: str) -> dict:
+    """tsffi_speculation_choices for one selection: the call the window makes."""
+    options = json.dumps({"speculation": speculation, "speculativeDrafter": drafter})
+    out = ctypes.c_void_p()
+    status = lib.tsffi_speculation_choices(model.encode(), options.encode(), ctypes.byref(out))
+    assert status == 0, f"tsffi_speculation_choices({model!r}, {options}) = {status}"
+    text = ctypes.string_at(out.value).decode()
+    lib.tsffi_string_free(out)
+    return json.loads(text)
 
 
 def expected_labels(status: int, answer, codes) -> dict[str, str]:
@@ -268,7 +294,7 @@ def expected_labels(status: int, answer, codes) -> dict[str, str]:
 
 
 NO_MODEL = {"drafter": "-", "speculation": "-", "policies": "-", "messageKind": "",
-            "message": "Choose a model folder."}
+            "message": "Choose a model folder or an installed model."}
 
 
 def shown(event: dict) -> dict[str, str]:
@@ -281,16 +307,46 @@ def marks(event: dict, key: str) -> list[dict]:
 
 
 class Oracle:
-    """The library's answers for an install that does not change."""
+    """The library's answers for an install that does not change: a
+    tsffi_speculation_plan call per item, each also cross-checked against the
+    tsffi_speculation_choices entry the window reads it from. `folders` maps a
+    model name to the folder whose answers it must show (an alias to the
+    folder it was installed in)."""
 
-    def __init__(self, lib, codes) -> None:
-        self.lib, self.codes, self.cache = lib, codes, {}
+    def __init__(self, lib, codes, folders: dict[str, str] | None = None) -> None:
+        self.lib, self.codes, self.folders = lib, codes, folders or {}
+        self.cache, self.checked = {}, {}
 
     def answer(self, model: str, s: int, d: int):
-        key = (model, s, d)
+        key = (self.folders.get(model, model), s, d)
         if key not in self.cache:
-            self.cache[key] = library_answer(self.lib, model, SPECULATION[s][1], DRAFTER[d])
+            self.cache[key] = library_answer(self.lib, key[0], SPECULATION[s][1], DRAFTER[d])
         return self.cache[key]
+
+    def choices_disagree(self, model: str, s: int, d: int) -> list[str]:
+        """Where the choices for selection (s, d) differ from the per-item
+        plans, for every item the window shows with that selection."""
+        folder = self.folders.get(model, model)
+        if (folder, s, d) in self.checked:
+            return self.checked[folder, s, d]
+        choices = library_choices(self.lib, folder, SPECULATION[s][1], DRAFTER[d])
+        entries = {(e["speculation"], e["speculativeDrafter"]): e for e in choices["choices"]}
+        out = []
+        for i, j in [(i, d) for i in range(len(SPECULATION))] + \
+                    [(s, j) for j in range(len(DRAFTER))]:
+            entry = entries[SPECULATION[i][1], DRAFTER[j]]
+            status, answer = self.answer(model, i, j)
+            got = (entry["status"], entry["plan"] if entry["status"] == 0 else entry["error"])
+            if got != (status, answer):
+                out.append(f"choices entry {SPECULATION[i][0]} {DRAFTER[j]}: {got}, "
+                           f"plan call: {(status, answer)}")
+            if status != 0 and entry["plan"] is not None:
+                out.append(f"choices entry {SPECULATION[i][0]} {DRAFTER[j]} has a plan")
+        selected = [key for key, e in entries.items() if e["selected"]]
+        if selected != [(SPECULATION[s][1], DRAFTER[d])]:
+            out.append(f"choices selected {selected}, asked {SPECULATION[s][1], DRAFTER[d]}")
+        self.checked[folder, s, d] = out
+        return out
 
     def mark(self, model: str, s: int, d: int) -> dict:
         status, answer = self.answer(model, s, d)
@@ -319,7 +375,7 @@ class Oracle:
         if marks(event, "drafterItems") != want_drafter:
             out.append(f"drafter items: shown {marks(event, 'drafterItems')}, "
                        f"library {want_drafter}")
-        return out
+        return out + self.choices_disagree(model, s, d)
 
 
 def table_row(event: dict) -> str:
@@ -463,6 +519,84 @@ def test_drafter_written_into_the_open_install_updates_the_preview(open_window, 
     assert (window.settle()["messageKind"], window.close()) == ("Note", (0, ""))
 
 
+def test_an_installed_alias_shows_its_folders_answers(open_window, display, loaded, codes,
+                                                      tmp_path, monkeypatch):
+    """A model store ($TURBOSPARK_HOME) with aliases recorded by the installer:
+    the "Installed" list offers the text ones; an alias chosen there (or typed)
+    shows every label and mark of the folder it names; the folder watched is
+    that one, so a drafter streamed into it updates the note within 2 s; and
+    re-pointing an alias in the store moves the preview by itself."""
+    from turbospark_ffi.install_writer import record_install, write_install
+    store = tmp_path / "store"
+    result = subprocess.run([sys.executable, "-m", "turbospark_ffi", "make-install",
+                             "--store", str(store), "--alias", "qwen-gui", "--layers", "64"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    folder = str(store / "models" / "text" / "qwen-gui.gturbo")
+    record_install(store, "mtp-sample", SAMPLES / "mtp")
+    record_install(store, "pictures", SAMPLES / "both", kind="image")   # not a text model
+    # The library resolves the names to those folders in this process too.
+    monkeypatch.setenv("TURBOSPARK_HOME", str(store))
+    assert library_choices(loaded.lib, "qwen-gui", "auto", "auto")["modelDir"] == folder
+    oracle = Oracle(loaded.lib, codes, {"qwen-gui": folder,
+                                        "mtp-sample": str(SAMPLES / "mtp")})
+
+    window = open_window("--library", str(LIBRARY),
+                         env=gui_env(display, TURBOSPARK_HOME=str(store)))
+    assert window.wait_for("store")["installed"] == ["qwen-gui", "mtp-sample"]
+    assert window.rows("installed", "qwen-gui") == [
+        {"label": "qwen-gui", "sensitive": True, "tooltip": folder},
+        {"label": "mtp-sample", "sensitive": True, "tooltip": str(SAMPLES / "mtp")}]
+    event = window.settle()
+    assert (event["model"], event["watching"]) == ("qwen-gui", folder)
+    problems = []
+    for s in range(len(SPECULATION)):
+        for d in range(len(DRAFTER)):
+            window.send(f"speculation {s}", f"drafter {d}")
+            problems += oracle.mismatches(window.settle())
+    window.send("model mtp-sample", "speculation 3", "drafter 1")   # typed, not chosen
+    event = window.settle()
+    assert (event["model"], event["watching"]) == ("mtp-sample", str(SAMPLES / "mtp"))
+    problems += oracle.mismatches(event)
+    assert problems == [], "\n".join(problems)
+
+    # The store re-points the alias in the entry: no click, and the preview
+    # and the folder watched follow it (a bounded wait for a stuck window, not
+    # a speed claim). Nothing has been written into a watched folder yet, so
+    # only the store's own change can move the preview.
+    record_install(store, "mtp-sample", SAMPLES / "none")
+    want = expected_labels(*library_answer(loaded.lib, str(SAMPLES / "none"), 4, "mtp"), codes)
+    assert want != shown(event)
+    deadline = time.monotonic() + SETTLE_WAIT
+    while True:
+        event = window.next_event(deadline - time.monotonic())
+        assert event is not None, f"the preview did not follow the re-pointed alias; " \
+            f"it showed: {[shown(e) for e in window.log if 'drafter' in e][-3:]}"
+        if event["event"] == "shown" and shown(event) == want:
+            break
+    event = window.settle()
+    assert (event["model"], event["watching"]) == ("mtp-sample", str(SAMPLES / "none"))
+    oracle.folders["mtp-sample"] = str(SAMPLES / "none")
+    assert oracle.mismatches(event) == []
+
+    # The alias's folder is the one watched: a DFlash2 drafter streamed into it.
+    window.send("model qwen-gui", "speculation 0", "drafter 0")
+    before = window.settle()
+    write_install(folder, layers=64, dflash=True)
+    written = time.monotonic()
+    want = expected_labels(*library_answer(loaded.lib, folder, "auto", "auto"), codes)
+    assert want["message"].startswith(DFLASH_NOTE_START) and want != shown(before)
+    seen = None
+    while seen is None and time.monotonic() - written < MONITOR_WAIT:
+        event = window.next_event(written + MONITOR_WAIT - time.monotonic())
+        if event is not None and event["event"] == "shown" and shown(event) == want:
+            seen = time.monotonic() - written
+    assert seen is not None, (f"the preview did not show the new note within {MONITOR_WAIT} s; "
+                              f"it showed: {[shown(e) for e in window.log if 'drafter' in e][-3:]}")
+    print(f"note shown {seen:.2f} s after the alias's install was rewritten")
+    assert window.close() == (0, "")
+
+
 LAST_ERROR_HOST = r"""
 #include <dlfcn.h>
 #include <stdio.h>
@@ -544,16 +678,24 @@ def test_library_found_through_the_environment_and_the_package(open_window, disp
     window = open_window(env=env, cwd=ROOT)
     event = window.settle()
     assert event["library"].endswith(f"\n{asked}"), event["library"]
-    assert event["messageKind"] == "" and event["message"] == "Choose a model folder."
+    assert (event["messageKind"], event["message"]) == ("", NO_MODEL["message"])
     assert window.close() == (0, "")
 
 
-def test_screenshot_of_the_dflash_sample(open_window, display, loaded, codes):
+def test_screenshot_of_the_dflash_sample(open_window, display, loaded, codes, tmp_path):
     """The window on the DFlash2-only sample under auto, note visible, taken
-    from the X screen (the README's picture is a copy of this file)."""
+    from the X screen (the README's picture is a copy of this file), with the
+    samples recorded in a store so that the Installed list is there to use."""
+    from turbospark_ffi.install_writer import record_install
+    store = tmp_path / "store"
+    for name in SAMPLE_NAMES:
+        record_install(store, f"sample-{name}", SAMPLES / name)
     model = str(SAMPLES / "dflash")
-    window = open_window("--library", str(LIBRARY), "--model", model)
+    window = open_window("--library", str(LIBRARY), "--model", model,
+                         env=gui_env(display, TURBOSPARK_HOME=str(store)))
+    assert window.wait_for("store")["installed"] == [f"sample-{n}" for n in SAMPLE_NAMES]
     event = window.settle()
+    assert event["installedSensitive"] is True
     status, answer = library_answer(loaded.lib, model, "auto", "auto")
     assert shown(event) == expected_labels(status, answer, codes)
     assert event["messageKind"] == "Note" and event["message"].startswith(DFLASH_NOTE_START)

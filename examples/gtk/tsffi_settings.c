@@ -1,10 +1,11 @@
 /* tsffi-settings: a GTK 4 settings window over libturbospark_ffi.
  *
- * A reference for GUI developers. The window lets a person pick a model,
- * choose "Speculation" and "Drafter" the way the engine app offers them, and
- * previews what the engine would do with those options: the drafter it opens,
- * whether speculation runs and with which block, and the note, reason or
- * refusal text exactly as the library words it.
+ * A reference for GUI developers. The window lets a person pick a model (a
+ * folder, or a name recorded in the model store), choose "Speculation" and
+ * "Drafter" the way the engine app offers them, and previews what the engine
+ * would do with those options: the drafter it opens, whether speculation runs
+ * and with which block, and the note, reason or refusal text exactly as the
+ * library words it.
  *
  * The four things a host has to get right, and where to find them here:
  *
@@ -16,12 +17,18 @@
  *     the main thread: the first call starts an embedded runtime and a call
  *     reads the install's files, and neither belongs on the thread that draws.
  *     ASSERT_WORKER_THREAD() at each call site makes a slip abort at once.
+ *     A change makes ONE call, tsffi_speculation_choices, which answers every
+ *     item of both drop-downs and the preview together (compute_choices).
  *  3. STALE ANSWERS. Every change bumps a generation counter; a result that
  *     comes back for an older generation is dropped, never shown
  *     (request_preview / on_choices_done).
  *  4. OWNERSHIP. A string the library returns is the library's: it is read,
  *     copied into GLib strings and released with tsffi_string_free() on the
- *     same worker, never with free() or g_free() (plan_item).
+ *     same worker, never with free() or g_free() (compute_choices).
+ *
+ * And two things a settings window wants: the model store's recorded names
+ * offered beside the folder picker (read_store), and the folder the library
+ * actually read watched for changes (watch_folder).
  *
  * Build (GTK >= 4.8, json-glib, gio-unix):
  *   cc -std=c11 -Wall -Wextra -Werror tsffi_settings.c -o tsffi-settings \
@@ -29,7 +36,7 @@
  *      $(pkg-config --cflags --libs gtk4 json-glib-1.0 gio-unix-2.0) -ldl
  *
  * Run:
- *   tsffi-settings [--library PATH] [--model DIR] [--drive]
+ *   tsffi-settings [--library PATH] [--model DIR|NAME] [--drive]
  *
  * Without --library the library is found through $TSFFI_LIBRARY, then the
  * installed package (`turbospark-ffi config --libdir`, then
@@ -84,8 +91,8 @@ typedef struct {
     int32_t (*build_info_json)(char **out_json);
     size_t (*last_error)(char *buf, size_t cap);
     void (*string_free)(char *s);
-    int32_t (*speculation_plan)(const char *model_dir, const char *options_json,
-                                char **out_json);
+    int32_t (*speculation_choices)(const char *model_dir, const char *options_json,
+                                   char **out_json);
 } Tsffi;
 
 /* Every library call site starts with this. The main thread owns the default
@@ -206,7 +213,7 @@ static Loaded *load_library(const char *explicit_path) {
     RESOLVE(lib, build_info_json, tsffi_build_info_json);
     RESOLVE(lib, last_error, tsffi_last_error);
     RESOLVE(lib, string_free, tsffi_string_free);
-    RESOLVE(lib, speculation_plan, tsffi_speculation_plan);
+    RESOLVE(lib, speculation_choices, tsffi_speculation_choices);
     if (lib->abi_version() != TSFFI_ABI_VERSION) {
         loaded->error = g_strdup_printf("%s speaks ABI %u; this app was built for ABI %u",
                                         loaded->path, lib->abi_version(), TSFFI_ABI_VERSION);
@@ -236,8 +243,9 @@ static Loaded *load_library(const char *explicit_path) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* One plan, as the preview shows it. Computed on the worker, then owned by
- * the main thread. Every string is a GLib copy; none points into the library. */
+/* One item's answer, as the preview shows it. Computed on the worker, then
+ * owned by the main thread. Every string is a GLib copy; none points into the
+ * library. */
 
 typedef struct {
     int32_t status;   /* TSFFI_OK, TSFFI_ERR_REFUSED, ... */
@@ -277,30 +285,31 @@ static char *policy_text(JsonObject *policies, const char *name) {
                  : g_strdup_printf("%s %s", name, mode);
 }
 
-/* Read tsffi_speculation_plan's JSON (see the header for its shape). */
-static void parse_plan(const char *json, Outcome *out) {
-    JsonParser *parser = json_parser_new();
-    GError *error = NULL;
-    if (!json_parser_load_from_data(parser, json, -1, &error)) {
-        out->status = TSFFI_ERR_INTERNAL;
-        out->error = g_strdup_printf("the plan is not JSON: %s", error->message);
-        g_error_free(error);
-    } else {
-        JsonObject *root = json_node_get_object(json_parser_get_root(parser));
-        JsonObject *drafter = json_object_get_object_member(root, "drafter");
-        JsonObject *policies = json_object_get_object_member(root, "draftPolicies");
-        JsonObject *speculation = json_object_get_object_member(root, "speculation");
-        char *mtp = policy_text(policies, "mtp");
-        char *dflash = policy_text(policies, "dflash");
-        out->drafter = g_strdup(string_or_null(drafter, "drafter"));
-        out->note = g_strdup(string_or_null(drafter, "note"));
-        out->block = int_or_zero(speculation, "block");
-        out->reason = g_strdup(string_or_null(speculation, "reason"));
-        out->policies = g_strdup_printf("%s, %s", mtp, dflash);
-        g_free(mtp);
-        g_free(dflash);
-    }
-    g_object_unref(parser);
+/* Read one plan object: the same shape tsffi_speculation_plan returns (see
+ * the header), which is what every choice entry carries. */
+static void read_plan(JsonObject *plan, Outcome *out) {
+    JsonObject *drafter = json_object_get_object_member(plan, "drafter");
+    JsonObject *policies = json_object_get_object_member(plan, "draftPolicies");
+    JsonObject *speculation = json_object_get_object_member(plan, "speculation");
+    char *mtp = policy_text(policies, "mtp");
+    char *dflash = policy_text(policies, "dflash");
+    out->drafter = g_strdup(string_or_null(drafter, "drafter"));
+    out->note = g_strdup(string_or_null(drafter, "note"));
+    out->block = int_or_zero(speculation, "block");
+    out->reason = g_strdup(string_or_null(speculation, "reason"));
+    out->policies = g_strdup_printf("%s, %s", mtp, dflash);
+    g_free(mtp);
+    g_free(dflash);
+}
+
+/* Read one entry of the choices: its status, and its plan or its refusal. */
+static void read_entry(JsonObject *entry, Outcome *out) {
+    JsonNode *plan = json_object_get_member(entry, "plan");
+    out->status = (int32_t)int_or_zero(entry, "status");
+    if (out->status == TSFFI_OK && plan != NULL && JSON_NODE_HOLDS_OBJECT(plan))
+        read_plan(json_node_get_object(plan), out);
+    else
+        out->error = g_strdup(string_or_null(entry, "error"));
 }
 
 /* The options object for one pair of items: what the engine's open gets. */
@@ -327,36 +336,45 @@ static char *options_json(guint speculation, guint drafter) {
     return text;
 }
 
-/* One library call. Runs on the worker. */
-static void plan_item(const Tsffi *lib, const char *model, guint speculation, guint drafter,
-                      Outcome *out) {
-    char *options = options_json(speculation, drafter);
-    char *json = NULL;
-    ASSERT_WORKER_THREAD();
-    out->status = lib->speculation_plan(model, options, &json);
-    if (out->status == TSFFI_OK)
-        parse_plan(json, out);
-    else
-        out->error = last_error_text(lib); /* same thread as the call: the error is per thread */
-    /* The library's string, released by the library (NULL when the call failed,
-     * which tsffi_string_free accepts). Nothing keeps a pointer into it. */
-    lib->string_free(json);
-    g_free(options);
+/* Which of the window's items an entry is: its index in SPECULATION_ITEMS
+ * and in DRAFTER_ITEMS, or -1 for an item the window does not offer (the
+ * library answers for blocks 1 to 15; the window offers 2, 4 and 8). */
+static int speculation_index(JsonObject *entry) {
+    JsonNode *node = json_object_get_member(entry, "speculation");
+    size_t i;
+    if (node == NULL || !JSON_NODE_HOLDS_VALUE(node))
+        return -1;
+    for (i = 0; i < N_SPECULATION; i++) {
+        const SpeculationItem *item = &SPECULATION_ITEMS[i];
+        if (item->value != NULL ? json_node_get_value_type(node) == G_TYPE_STRING &&
+                                      strcmp(json_node_get_string(node), item->value) == 0
+                                : json_node_get_value_type(node) == G_TYPE_INT64 &&
+                                      json_node_get_int(node) == item->block)
+            return (int)i;
+    }
+    return -1;
+}
+
+static int drafter_index(JsonObject *entry) {
+    const char *drafter = string_or_null(entry, "speculativeDrafter");
+    size_t i;
+    for (i = 0; drafter != NULL && i < N_DRAFTER; i++)
+        if (strcmp(drafter, DRAFTER_ITEMS[i]) == 0)
+            return (int)i;
+    return -1;
 }
 
 /* ------------------------------------------------------------------------ */
-/* The work a change asks for: the plan for every item of each drop-down, the
- * other drop-down held at its current selection. The selected pair's plan is
- * the preview.
- *
- * ONE task computes all of them, so that the marks and the preview always come
- * from the same moment of the install. When the library gains a single call
- * that answers every choice at once, only compute_choices() changes. */
+/* The work a change asks for: ONE tsffi_speculation_choices call answers
+ * every item at once (51 of them), so the marks and the preview come from the
+ * same reading of the install. The window picks out the items it offers:
+ * each Speculation item with the selected drafter, each Drafter item with the
+ * selected speculation, and the selected pair for the preview. */
 
 typedef struct {
     guint generation;  /* the change this answers */
     const Tsffi *lib;  /* immutable once loaded, never freed: safe on any thread */
-    char *model;       /* a folder today; an alias would be passed the same way */
+    char *model;       /* as typed or chosen: a folder or an installed alias */
     guint speculation; /* selected items */
     guint drafter;
 } Request;
@@ -364,6 +382,8 @@ typedef struct {
 typedef struct {
     Outcome speculation[N_SPECULATION]; /* each item, with the selected drafter */
     Outcome drafter[N_DRAFTER];         /* each item, with the selected speculation */
+    Outcome preview;                    /* the entry marked "selected" */
+    char *model_dir;                    /* the directory the library read; NULL on error */
 } Choices;
 
 static void request_free(Request *r) {
@@ -377,37 +397,185 @@ static void choices_free(Choices *c) {
         outcome_clear(&c->speculation[i]);
     for (i = 0; i < N_DRAFTER; i++)
         outcome_clear(&c->drafter[i]);
+    outcome_clear(&c->preview);
+    g_free(c->model_dir);
     g_free(c);
 }
 
-/* NULL when a newer change cancelled it midway: nobody would look. */
-static Choices *compute_choices(const Request *r, GCancellable *cancellable) {
+/* Read tsffi_speculation_choices' JSON (see the header for its shape). */
+static void read_choices(const char *json, const Request *r, Choices *c) {
+    JsonParser *parser = json_parser_new();
+    GError *error = NULL;
+    JsonObject *root;
+    JsonArray *entries;
+    gboolean selected = FALSE;
+    guint i, n;
+
+    if (!json_parser_load_from_data(parser, json, -1, &error)) {
+        c->preview.status = TSFFI_ERR_INTERNAL;
+        c->preview.error = g_strdup_printf("the choices are not JSON: %s", error->message);
+        g_error_free(error);
+        g_object_unref(parser);
+        return;
+    }
+    root = json_node_get_object(json_parser_get_root(parser));
+    c->model_dir = g_strdup(string_or_null(root, "modelDir"));
+    entries = json_object_get_array_member(root, "choices");
+    n = json_array_get_length(entries);
+    for (i = 0; i < n; i++) {
+        JsonObject *entry = json_array_get_object_element(entries, i);
+        int s = speculation_index(entry), d = drafter_index(entry);
+        if (json_object_get_boolean_member_with_default(entry, "selected", FALSE)) {
+            read_entry(entry, &c->preview);
+            selected = TRUE;
+        }
+        if (s >= 0 && d == (int)r->drafter)
+            read_entry(entry, &c->speculation[s]);
+        if (d >= 0 && s == (int)r->speculation)
+            read_entry(entry, &c->drafter[d]);
+    }
+    if (!selected) { /* the header promises one; say so rather than show nothing */
+        c->preview.status = TSFFI_ERR_INTERNAL;
+        c->preview.error = g_strdup("the choices mark no item as selected");
+    }
+    g_object_unref(parser);
+}
+
+/* The one library call a change makes. Runs on the worker. */
+static Choices *compute_choices(const Request *r) {
     Choices *c = g_new0(Choices, 1);
-    guint i;
-    for (i = 0; i < N_SPECULATION; i++) {
-        if (g_cancellable_is_cancelled(cancellable))
-            goto cancelled;
-        plan_item(r->lib, r->model, i, r->drafter, &c->speculation[i]);
+    char *options = options_json(r->speculation, r->drafter);
+    char *json = NULL;
+    int32_t status;
+    ASSERT_WORKER_THREAD();
+    status = r->lib->speculation_choices(r->model, options, &json);
+    if (status == TSFFI_OK) {
+        read_choices(json, r, c);
+    } else {
+        /* The whole call failed (an unreadable name, say): that is about the
+         * model, not about any one item, so every item stays available and
+         * the preview says what went wrong. */
+        c->preview.status = status;
+        c->preview.error = last_error_text(r->lib); /* same thread as the call: per thread */
     }
-    for (i = 0; i < N_DRAFTER; i++) {
-        if (g_cancellable_is_cancelled(cancellable))
-            goto cancelled;
-        plan_item(r->lib, r->model, r->speculation, i, &c->drafter[i]);
-    }
+    /* The library's string, released by the library (NULL when the call failed,
+     * which tsffi_string_free accepts). Nothing keeps a pointer into it. */
+    r->lib->string_free(json);
+    g_free(options);
     return c;
-cancelled:
-    choices_free(c);
-    return NULL;
 }
 
 static void choices_worker(GTask *task, gpointer source, gpointer data,
                            GCancellable *cancellable) {
-    Choices *c = compute_choices(data, cancellable);
     (void)source;
-    if (c == NULL)
+    /* Superseded while it waited for a worker: nobody would look. */
+    if (g_cancellable_is_cancelled(cancellable))
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_CANCELLED, "superseded");
     else
-        g_task_return_pointer(task, c, (GDestroyNotify)choices_free);
+        g_task_return_pointer(task, compute_choices(data), (GDestroyNotify)choices_free);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The model store: the aliases the engine's installer recorded, offered by
+ * the model chooser. The library resolves an alias itself at each call, so
+ * the window only needs the names; it reads them here with json-glib rather
+ * than asking the library, the way any host can.
+ *
+ * The store root is $TURBOSPARK_HOME, else $HOME/.turbospark (an empty value
+ * counts as unset), and <root>/installed.json is a JSON array of rows. A name
+ * is offered when a text row (modality absent, null or "text"; kind not
+ * "image") records it with a path that is an existing directory, the first
+ * such row winning: exactly the rows the library would resolve it through.
+ * A missing file, one that is not JSON, or one with a row of the wrong shape
+ * is an empty store, as it is for the library (the engine reads the file as
+ * one typed list, so one bad row spoils all of it). */
+
+typedef struct {
+    char *alias;
+    char *path; /* as recorded */
+} StoreRow;
+
+static void store_row_free(StoreRow *row) {
+    g_free(row->alias);
+    g_free(row->path);
+    g_free(row);
+}
+
+static char *store_file(void) {
+    const char *home = g_getenv("TURBOSPARK_HOME");
+    if (home != NULL && home[0] != '\0')
+        return g_build_filename(home, "installed.json", NULL);
+    home = g_getenv("HOME");
+    if (home != NULL && home[0] != '\0')
+        return g_build_filename(home, ".turbospark", "installed.json", NULL);
+    return NULL;
+}
+
+/* A member that is absent, null or a string: the shape a row's optional
+ * fields must have. */
+static gboolean string_or_absent(JsonObject *o, const char *name) {
+    JsonNode *node = json_object_get_member(o, name);
+    return node == NULL || JSON_NODE_HOLDS_NULL(node) ||
+           (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING);
+}
+
+static gboolean is_string(JsonObject *o, const char *name) {
+    JsonNode *node = json_object_get_member(o, name);
+    return node != NULL && JSON_NODE_HOLDS_VALUE(node) &&
+           json_node_get_value_type(node) == G_TYPE_STRING;
+}
+
+/* Runs on a worker: it reads files. Returns an array of StoreRow, one per
+ * alias, in the file's order. */
+static GPtrArray *read_store(const char *file) {
+    GPtrArray *rows = g_ptr_array_new_with_free_func((GDestroyNotify)store_row_free);
+    JsonParser *parser = json_parser_new();
+    JsonArray *array;
+    guint i, n;
+
+    if (file == NULL || !json_parser_load_from_file(parser, file, NULL) ||
+        !JSON_NODE_HOLDS_ARRAY(json_parser_get_root(parser))) {
+        g_object_unref(parser);
+        return rows;
+    }
+    array = json_node_get_array(json_parser_get_root(parser));
+    n = json_array_get_length(array);
+    for (i = 0; i < n; i++) { /* the whole file's shape first */
+        JsonNode *node = json_array_get_element(array, i);
+        JsonObject *row = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+        if (row == NULL || !is_string(row, "alias") || !is_string(row, "path") ||
+            !string_or_absent(row, "kind") || !string_or_absent(row, "modality")) {
+            g_object_unref(parser);
+            return rows;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        JsonObject *row = json_array_get_object_element(array, i);
+        const char *alias = json_object_get_string_member(row, "alias");
+        const char *path = json_object_get_string_member(row, "path");
+        const char *kind = string_or_null(row, "kind");
+        const char *modality = string_or_null(row, "modality");
+        gboolean offered = FALSE;
+        guint j;
+        if (g_strcmp0(kind, "image") == 0 || (modality != NULL && strcmp(modality, "text") != 0) ||
+            !g_file_test(path, G_FILE_TEST_IS_DIR))
+            continue;
+        for (j = 0; j < rows->len && !offered; j++)
+            offered = strcmp(((StoreRow *)rows->pdata[j])->alias, alias) == 0;
+        if (!offered) {
+            StoreRow *r = g_new0(StoreRow, 1);
+            r->alias = g_strdup(alias);
+            r->path = g_strdup(path);
+            g_ptr_array_add(rows, r);
+        }
+    }
+    g_object_unref(parser);
+    return rows;
+}
+
+static void store_worker(GTask *task, gpointer source, gpointer data, GCancellable *c) {
+    (void)source, (void)c;
+    g_task_return_pointer(task, read_store(data), (GDestroyNotify)g_ptr_array_unref);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -468,8 +636,8 @@ static ChoiceItem *choice_item_new(const char *label) {
     return self;
 }
 
-/* Mark the item from its plan: only a refusal makes it unavailable (an error
- * of another kind is about the whole window, not about this choice). */
+/* Mark the item from its choice entry: only a refusal makes it unavailable
+ * (an error of another kind is about the whole window, not about this choice). */
 static void choice_item_mark(ChoiceItem *self, const Outcome *o) {
     gboolean available = o->status != TSFFI_ERR_REFUSED;
     const char *refusal = available ? NULL : o->error;
@@ -551,7 +719,8 @@ typedef struct {
     char *model_arg;   /* --model, or NULL */
     gboolean drive;    /* --drive */
 
-    GtkWidget *window, *model_entry, *choose_button, *speculation_dd, *drafter_dd;
+    GtkWidget *window, *model_entry, *installed_button, *choose_button;
+    GtkWidget *speculation_dd, *drafter_dd;
     GtkWidget *drafter_value, *speculation_value, *policies_value;
     GtkWidget *message_kind, *message_value, *library_value;
     GListStore *speculation_items, *drafter_items; /* owned by the drop-downs */
@@ -561,13 +730,19 @@ typedef struct {
     guint generation;      /* bumped by every change that alters the answer */
     guint shown;           /* the generation the preview shows */
     GCancellable *pending; /* the in-flight request's, to cut its work short */
-    GFileMonitor *monitor; /* the model folder, when the model is a folder */
+    GFileMonitor *monitor; /* the folder the library last read */
+    char *watched;         /* that folder's path, or NULL */
+
+    char *store_file;            /* <store root>/installed.json, or NULL: no store */
+    GFileMonitor *store_monitor; /* that file */
+    GCancellable *store_pending; /* the in-flight store read's */
+    GPtrArray *installed;        /* the StoreRow offered, as last read */
 
     GDataInputStream *commands; /* drive mode */
     gboolean settle_wanted;
     gulong paint_handler;
     int frames_waited;
-    GtkWidget *rows_dd; /* the drop-down whose open list is being reported */
+    GtkWidget *rows_dd; /* the drop-down (or menu button) whose list is being reported */
     char *rows_pick;    /* the row to press Enter on then, or NULL */
     int rows_tries;
 } App;
@@ -618,17 +793,60 @@ static void mark_items(GListStore *store, const Outcome *outcomes) {
     }
 }
 
+static void request_preview(App *app);
+
+/* The folder changed on disk: a drafter finished streaming in, say.
+ * Everything but in-progress writes counts: CHANGES_DONE_HINT arrives when a
+ * file is closed (or has stopped changing), so the index is read whole, and
+ * the engine's writer finishes an install with its manifest, so the last
+ * event of an install comes after every file is in place. */
+static void on_folder_changed(GFileMonitor *monitor, GFile *file, GFile *other,
+                              GFileMonitorEvent event, gpointer data) {
+    (void)monitor, (void)file, (void)other;
+    if (event == G_FILE_MONITOR_EVENT_CHANGED ||
+        event == G_FILE_MONITOR_EVENT_ATTRIBUTE_CHANGED)
+        return;
+    request_preview(data);
+}
+
+/* Watch the folder the library said it read ("modelDir"), not the text in
+ * the entry: for an alias that is the install it names, and for a relative
+ * path the folder it meant. NULL stops watching. Returns TRUE when a folder
+ * that was not watched before is watched now. */
+static gboolean watch_folder(App *app, const char *dir) {
+    GFile *folder;
+    if (g_strcmp0(app->watched, dir) == 0)
+        return FALSE;
+    if (app->monitor != NULL) {
+        g_file_monitor_cancel(app->monitor);
+        g_clear_object(&app->monitor);
+    }
+    g_free(app->watched);
+    app->watched = g_strdup(dir);
+    if (dir == NULL)
+        return FALSE;
+    /* A folder that does not exist (yet) is watched too: it appearing is a
+     * change worth an answer. */
+    folder = g_file_new_for_path(dir);
+    app->monitor = g_file_monitor_directory(folder, G_FILE_MONITOR_WATCH_MOVES, NULL, NULL);
+    g_object_unref(folder);
+    if (app->monitor != NULL)
+        g_signal_connect(app->monitor, "changed", G_CALLBACK(on_folder_changed), app);
+    return TRUE;
+}
+
 /* Main thread: a request's answer is back. */
 static void on_choices_done(GObject *source, GAsyncResult *result, gpointer data) {
     App *app = data;
     GTask *task = G_TASK(result);
     Request *request = g_task_get_task_data(task);
     Choices *choices = g_task_propagate_pointer(task, NULL); /* NULL if cancelled */
+    gboolean moved;
     (void)source;
 
     /* THE GENERATION CHECK. Requests finish in any order; only the answer to
-     * the latest change may reach the screen. Cancellation alone is not
-     * enough: a worker can finish before the cancel reaches it. */
+     * the latest change may reach the screen. The counter is what decides;
+     * the cancellable only spares a worker a call nobody will look at. */
     if (request->generation != app->generation || choices == NULL) {
         if (choices != NULL)
             choices_free(choices);
@@ -637,15 +855,22 @@ static void on_choices_done(GObject *source, GAsyncResult *result, gpointer data
     g_clear_object(&app->pending);
     mark_items(app->speculation_items, choices->speculation);
     mark_items(app->drafter_items, choices->drafter);
-    show_outcome(app, &choices->speculation[request->speculation]);
+    show_outcome(app, &choices->preview);
+    moved = watch_folder(app, choices->model_dir);
     choices_free(choices);
     app->shown = request->generation;
     drive_report(app, "shown");
+    /* Only the library knows which folder a name means, so the folder is
+     * watched from its answer on; a drafter written into it between the
+     * library's reading and now would go unnoticed. A newly watched folder
+     * is therefore asked about once more (a warm call: a few stat()s). */
+    if (moved)
+        request_preview(app);
     drive_settle_check(app);
 }
 
-/* Every change lands here: bump the generation, cut the previous request
- * short and ask again, on a worker. */
+/* Every change lands here: bump the generation, drop the previous request
+ * if it has not started and ask again, on a worker. */
 static void request_preview(App *app) {
     Request *request;
     GTask *task;
@@ -659,7 +884,8 @@ static void request_preview(App *app) {
     if (app->lib == NULL) /* still loading (it asks once loaded), or it failed */
         return;
     if (model[0] == '\0') {
-        set_preview(app, "-", "-", "-", "", "Choose a model folder.");
+        watch_folder(app, NULL);
+        set_preview(app, "-", "-", "-", "", "Choose a model folder or an installed model.");
         app->shown = app->generation;
         drive_report(app, "shown");
         drive_settle_check(app);
@@ -678,41 +904,9 @@ static void request_preview(App *app) {
     g_object_unref(task);
 }
 
-/* The model folder changed on disk: a drafter finished streaming in, say.
- * Everything but in-progress writes counts: CHANGES_DONE_HINT arrives when a
- * file is closed (or has stopped changing), so the index is read whole, and
- * the engine's writer finishes an install with its manifest, so the last
- * event of an install comes after every file is in place. */
-static void on_folder_changed(GFileMonitor *monitor, GFile *file, GFile *other,
-                              GFileMonitorEvent event, gpointer data) {
-    (void)monitor, (void)file, (void)other;
-    if (event == G_FILE_MONITOR_EVENT_CHANGED ||
-        event == G_FILE_MONITOR_EVENT_ATTRIBUTE_CHANGED)
-        return;
-    request_preview(data);
-}
-
-static void watch_model(App *app, const char *model) {
-    GFile *folder;
-    if (app->monitor != NULL) {
-        g_file_monitor_cancel(app->monitor);
-        g_clear_object(&app->monitor);
-    }
-    /* Only a folder can be watched; anything else (a path still being typed,
-     * or a name the library resolves) is simply asked about. */
-    if (!g_file_test(model, G_FILE_TEST_IS_DIR))
-        return;
-    folder = g_file_new_for_path(model);
-    app->monitor = g_file_monitor_directory(folder, G_FILE_MONITOR_WATCH_MOVES, NULL, NULL);
-    g_object_unref(folder);
-    if (app->monitor != NULL)
-        g_signal_connect(app->monitor, "changed", G_CALLBACK(on_folder_changed), app);
-}
-
 static void on_model_changed(GtkEditable *entry, gpointer data) {
-    App *app = data;
-    watch_model(app, gtk_editable_get_text(entry));
-    request_preview(app);
+    (void)entry;
+    request_preview(data);
 }
 
 static void on_selection_changed(GObject *dd, GParamSpec *pspec, gpointer data) {
@@ -743,6 +937,100 @@ static void on_choose_clicked(GtkButton *button, gpointer data) {
     gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));
 }
 
+/* A recorded model chosen from the "Installed" list: its alias goes into the
+ * entry as if typed, and the library resolves it. */
+static void on_installed_activated(GtkListBox *list, GtkListBoxRow *row, gpointer data) {
+    App *app = data;
+    GtkWidget *label = gtk_list_box_row_get_child(row);
+    (void)list;
+    gtk_editable_set_text(GTK_EDITABLE(app->model_entry), gtk_label_get_text(GTK_LABEL(label)));
+    gtk_menu_button_popdown(GTK_MENU_BUTTON(app->installed_button));
+}
+
+/* Main thread: the store has been read. The list is rebuilt whole: it is a
+ * handful of names. */
+static void on_store_read(GObject *source, GAsyncResult *result, gpointer data) {
+    App *app = data;
+    GPtrArray *rows = g_task_propagate_pointer(G_TASK(result), NULL); /* NULL if superseded */
+    GtkWidget *list, *popover;
+    char *tooltip;
+    guint i;
+    (void)source;
+    if (rows == NULL)
+        return;
+    g_clear_object(&app->store_pending);
+    list = gtk_list_box_new();
+    gtk_list_box_set_selection_mode(GTK_LIST_BOX(list), GTK_SELECTION_NONE);
+    for (i = 0; i < rows->len; i++) {
+        const StoreRow *row = rows->pdata[i];
+        GtkWidget *label = gtk_label_new(row->alias);
+        gtk_label_set_xalign(GTK_LABEL(label), 0);
+        gtk_widget_set_tooltip_text(label, row->path);
+        gtk_list_box_append(GTK_LIST_BOX(list), label);
+    }
+    g_signal_connect(list, "row-activated", G_CALLBACK(on_installed_activated), app);
+    popover = gtk_popover_new();
+    gtk_popover_set_child(GTK_POPOVER(popover), list);
+    /* The menu button takes the new popover and drops the old one. */
+    gtk_menu_button_set_popover(GTK_MENU_BUTTON(app->installed_button), popover);
+    /* Nothing to offer, or a library that cannot be used: nothing to click. */
+    gtk_widget_set_sensitive(app->installed_button,
+                             rows->len > 0 && gtk_widget_get_sensitive(app->model_entry));
+    tooltip = app->store_file == NULL
+                  ? g_strdup("No model store: neither TURBOSPARK_HOME nor HOME is set")
+              : rows->len == 0 ? g_strdup_printf("No model is recorded in %s", app->store_file)
+                               : g_strdup_printf("The models recorded in %s", app->store_file);
+    gtk_widget_set_tooltip_text(app->installed_button, tooltip);
+    g_free(tooltip);
+    if (app->installed != NULL)
+        g_ptr_array_unref(app->installed);
+    app->installed = rows;
+    drive_report(app, "store");
+}
+
+/* Read the store on a worker (a home folder may be slow to read); an older
+ * read still in flight is dropped. */
+static void read_store_async(App *app) {
+    GTask *task;
+    if (app->store_pending != NULL) {
+        g_cancellable_cancel(app->store_pending);
+        g_clear_object(&app->store_pending);
+    }
+    app->store_pending = g_cancellable_new();
+    task = g_task_new(NULL, app->store_pending, on_store_read, app);
+    g_task_set_task_data(task, g_strdup(app->store_file), g_free);
+    g_task_run_in_thread(task, store_worker);
+    g_object_unref(task);
+}
+
+/* installed.json changed: an install was recorded, removed or re-pointed.
+ * The list is read again, and the preview asked again, since the alias in
+ * the entry may now name another folder. */
+static void on_store_changed(GFileMonitor *monitor, GFile *file, GFile *other,
+                             GFileMonitorEvent event, gpointer data) {
+    (void)monitor, (void)file, (void)other;
+    if (event == G_FILE_MONITOR_EVENT_CHANGED ||
+        event == G_FILE_MONITOR_EVENT_ATTRIBUTE_CHANGED)
+        return;
+    read_store_async(data);
+    request_preview(data);
+}
+
+static void watch_store(App *app) {
+    GFile *file;
+    app->store_file = store_file();
+    if (app->store_file != NULL) {
+        /* The installer writes a new file and renames it into place, which a
+         * file monitor reports as the file being created. */
+        file = g_file_new_for_path(app->store_file);
+        app->store_monitor = g_file_monitor_file(file, G_FILE_MONITOR_NONE, NULL, NULL);
+        g_object_unref(file);
+        if (app->store_monitor != NULL)
+            g_signal_connect(app->store_monitor, "changed", G_CALLBACK(on_store_changed), app);
+    }
+    read_store_async(app);
+}
+
 /* Main thread: the load task is back. */
 static void on_loaded(GObject *source, GAsyncResult *result, gpointer data) {
     App *app = data;
@@ -757,6 +1045,7 @@ static void on_loaded(GObject *source, GAsyncResult *result, gpointer data) {
         gtk_label_set_text(GTK_LABEL(app->library_value), where);
         set_preview(app, "-", "-", "-", "Library error", loaded->error);
         gtk_widget_set_sensitive(app->model_entry, FALSE);
+        gtk_widget_set_sensitive(app->installed_button, FALSE);
         gtk_widget_set_sensitive(app->choose_button, FALSE);
         gtk_widget_set_sensitive(app->speculation_dd, FALSE);
         gtk_widget_set_sensitive(app->drafter_dd, FALSE);
@@ -841,10 +1130,16 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     gtk_widget_set_margin_bottom(grid, 18);
 
     app->model_entry = gtk_entry_new();
-    gtk_entry_set_placeholder_text(GTK_ENTRY(app->model_entry), "a model folder");
+    gtk_entry_set_placeholder_text(GTK_ENTRY(app->model_entry),
+                                   "a model folder or an installed model");
     gtk_widget_set_hexpand(app->model_entry, TRUE);
+    /* Filled in once the store has been read (watch_store). */
+    app->installed_button = gtk_menu_button_new();
+    gtk_menu_button_set_label(GTK_MENU_BUTTON(app->installed_button), "Installed");
+    gtk_widget_set_sensitive(app->installed_button, FALSE);
     app->choose_button = gtk_button_new_with_mnemonic("_Choose…");
     gtk_box_append(GTK_BOX(model_row), app->model_entry);
+    gtk_box_append(GTK_BOX(model_row), app->installed_button);
     gtk_box_append(GTK_BOX(model_row), app->choose_button);
 
     for (i = 0; i < N_SPECULATION; i++)
@@ -888,7 +1183,6 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     gtk_label_set_text(GTK_LABEL(app->library_value), "loading…");
     if (app->model_arg != NULL)
         gtk_editable_set_text(GTK_EDITABLE(app->model_entry), app->model_arg);
-    watch_model(app, gtk_editable_get_text(GTK_EDITABLE(app->model_entry)));
 
     /* Connected after the initial values are set, so that setting them asks
      * nothing: the load task asks once the library is there. */
@@ -908,6 +1202,7 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     g_task_set_task_data(task, g_strdup(app->library_arg), g_free);
     g_task_run_in_thread(task, load_worker);
     g_object_unref(task);
+    watch_store(app);
 
     if (app->drive)
         drive_start(app);
@@ -923,13 +1218,15 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
  *   drafter N         select item N of the Drafter drop-down
  *   settle            once the preview shows the latest change and has been
  *                     painted, print a "settled" line
- *   rows NAME [ITEM]  open the "speculation" or "drafter" list, print a "rows"
- *                     line of its rows (text, sensitive, tooltip), then click
- *                     the row labelled ITEM if given, and close it
+ *   rows NAME [ITEM]  open the "speculation", "drafter" or "installed" list,
+ *                     print a "rows" line of its rows (text, sensitive,
+ *                     tooltip), then click the row labelled ITEM if given,
+ *                     and close it
  *   quit              close the window
  *
- * Every time the preview changes a "shown" line is printed too. Each line is
- * a JSON object holding what the labels and drop-downs actually show. */
+ * Every time the preview changes a "shown" line is printed too, and a "store"
+ * line every time the store has been read. Each line is a JSON object holding
+ * what the labels and lists actually show. */
 
 static void add_items(JsonBuilder *b, const char *name, GListStore *store) {
     guint i, n = g_list_model_get_n_items(G_LIST_MODEL(store));
@@ -966,6 +1263,7 @@ static void drive_report(App *app, const char *event) {
     JsonGenerator *gen;
     JsonNode *root;
     char *line;
+    guint i;
     if (!app->drive)
         return;
     b = json_builder_new();
@@ -988,6 +1286,15 @@ static void drive_report(App *app, const char *event) {
     json_builder_add_boolean_value(b, gtk_widget_is_sensitive(app->speculation_dd));
     add_items(b, "speculationItems", app->speculation_items);
     add_items(b, "drafterItems", app->drafter_items);
+    json_builder_set_member_name(b, "installed");
+    json_builder_begin_array(b);
+    for (i = 0; app->installed != NULL && i < app->installed->len; i++)
+        json_builder_add_string_value(b, ((StoreRow *)app->installed->pdata[i])->alias);
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "installedSensitive");
+    json_builder_add_boolean_value(b, gtk_widget_get_sensitive(app->installed_button));
+    json_builder_set_member_name(b, "watching");
+    json_builder_add_string_value(b, app->watched); /* NULL becomes null */
     json_builder_set_member_name(b, "width");
     json_builder_add_int_value(b, gtk_widget_get_width(app->window));
     json_builder_set_member_name(b, "height");
@@ -1005,7 +1312,8 @@ static void drive_report(App *app, const char *event) {
     g_object_unref(b);
 }
 
-/* The rows of a drop-down's open list: what a person sees on clicking it. */
+/* The rows of a drop-down's (or the menu button's) open list: what a person
+ * sees on clicking it. */
 static GtkWidget *popover_of(GtkWidget *dd) {
     GtkWidget *child;
     for (child = gtk_widget_get_first_child(dd); child; child = gtk_widget_get_next_sibling(child))
@@ -1014,8 +1322,7 @@ static GtkWidget *popover_of(GtkWidget *dd) {
     return NULL;
 }
 
-/* The labels the factory made, in the popover's list view (not its search
- * entry's placeholder, say). */
+/* The labels of the popover's list (not its search entry's placeholder, say). */
 static void collect_labels(GtkWidget *widget, gboolean in_list, GPtrArray *labels) {
     GtkWidget *child;
     for (child = gtk_widget_get_first_child(widget); child;
@@ -1023,7 +1330,8 @@ static void collect_labels(GtkWidget *widget, gboolean in_list, GPtrArray *label
         if (in_list && GTK_IS_LABEL(child))
             g_ptr_array_add(labels, child);
         else
-            collect_labels(child, in_list || GTK_IS_LIST_VIEW(child), labels);
+            collect_labels(child, in_list || GTK_IS_LIST_VIEW(child) || GTK_IS_LIST_BOX(child),
+                           labels);
     }
 }
 
@@ -1032,7 +1340,10 @@ static void collect_labels(GtkWidget *widget, gboolean in_list, GPtrArray *label
 static gboolean drive_rows_check(gpointer data) {
     App *app = data;
     GtkWidget *popover = popover_of(app->rows_dd);
-    GListModel *items = gtk_drop_down_get_model(GTK_DROP_DOWN(app->rows_dd));
+    gboolean installed = app->rows_dd == app->installed_button;
+    guint want = installed ? (app->installed ? app->installed->len : 0)
+                           : g_list_model_get_n_items(gtk_drop_down_get_model(
+                                 GTK_DROP_DOWN(app->rows_dd)));
     GPtrArray *labels = g_ptr_array_new();
     JsonBuilder *b;
     JsonGenerator *gen;
@@ -1042,7 +1353,7 @@ static gboolean drive_rows_check(gpointer data) {
 
     if (popover != NULL && gtk_widget_get_mapped(popover))
         collect_labels(popover, FALSE, labels);
-    if (labels->len < g_list_model_get_n_items(items) && ++app->rows_tries < 250) {
+    if (labels->len < want && ++app->rows_tries < 250) {
         g_ptr_array_unref(labels);
         return G_SOURCE_CONTINUE;
     }
@@ -1051,7 +1362,9 @@ static gboolean drive_rows_check(gpointer data) {
     json_builder_set_member_name(b, "event");
     json_builder_add_string_value(b, "rows");
     json_builder_set_member_name(b, "dropDown");
-    json_builder_add_string_value(b, app->rows_dd == app->drafter_dd ? "drafter" : "speculation");
+    json_builder_add_string_value(b, installed                          ? "installed"
+                                     : app->rows_dd == app->drafter_dd ? "drafter"
+                                                                       : "speculation");
     json_builder_set_member_name(b, "rows");
     json_builder_begin_array(b);
     for (i = 0; i < labels->len; i++) {
@@ -1078,14 +1391,19 @@ static gboolean drive_rows_check(gpointer data) {
     json_node_unref(root);
     g_object_unref(gen);
     g_object_unref(b);
-    /* Click a row, as the row's own click handler does it: select it (a no-op
-     * unless the row is selectable), then activate it (a no-op unless it is
-     * activatable), which makes the drop-down take the list's selection. */
+    /* Click a row, as the row's own click handler does it. A drop-down's row:
+     * select it (a no-op unless the row is selectable), then activate it (a
+     * no-op unless it is activatable), which makes the drop-down take the
+     * list's selection. A list box's row: activate it. */
     for (i = 0; app->rows_pick != NULL && i < labels->len; i++) {
         if (strcmp(gtk_label_get_text(GTK_LABEL(labels->pdata[i])), app->rows_pick) == 0) {
             GtkWidget *row = gtk_widget_get_parent(labels->pdata[i]);
-            gtk_widget_activate_action(row, "listitem.select", "(bb)", FALSE, FALSE);
-            g_signal_emit_by_name(row, "activate-keybinding");
+            if (GTK_IS_LIST_BOX_ROW(row)) {
+                g_signal_emit_by_name(row, "activate");
+            } else {
+                gtk_widget_activate_action(row, "listitem.select", "(bb)", FALSE, FALSE);
+                g_signal_emit_by_name(row, "activate-keybinding");
+            }
         }
     }
     g_ptr_array_unref(labels);
@@ -1152,7 +1470,9 @@ static void on_command(GObject *stream, GAsyncResult *result, gpointer data) {
          * "clicked" signal), then report its rows once they are there. */
         char **words = g_strsplit(line + 5, " ", 2);
         GtkWidget *button;
-        app->rows_dd = strcmp(words[0], "drafter") == 0 ? app->drafter_dd : app->speculation_dd;
+        app->rows_dd = strcmp(words[0], "drafter") == 0     ? app->drafter_dd
+                       : strcmp(words[0], "installed") == 0 ? app->installed_button
+                                                            : app->speculation_dd;
         app->rows_pick = g_strdup(words[1]); /* NULL when only looking */
         app->rows_tries = 0;
         g_strfreev(words);
@@ -1195,7 +1515,8 @@ int main(int argc, char **argv) {
         {"library", 0, 0, G_OPTION_ARG_FILENAME, &app.library_arg,
          "the libturbospark_ffi to load (default: $TSFFI_LIBRARY, else the installed package's)",
          "PATH"},
-        {"model", 0, 0, G_OPTION_ARG_FILENAME, &app.model_arg, "the model folder to open", "DIR"},
+        {"model", 0, 0, G_OPTION_ARG_FILENAME, &app.model_arg,
+         "the model to open: a folder or an installed alias", "DIR|NAME"},
         {"drive", 0, 0, G_OPTION_ARG_NONE, &app.drive,
          "read commands from stdin and print what the window shows (for tests)", NULL},
         {NULL, 0, 0, 0, NULL, NULL, NULL},
@@ -1219,6 +1540,11 @@ int main(int argc, char **argv) {
     /* Requests may still be running on workers; they hold only their own
      * copies, and their answers are never delivered once the loop is gone. */
     g_clear_object(&app.monitor);
+    g_clear_object(&app.store_monitor);
+    g_clear_object(&app.store_pending);
+    g_clear_pointer(&app.installed, g_ptr_array_unref);
+    g_free(app.watched);
+    g_free(app.store_file);
     g_clear_object(&app.commands);
     g_clear_object(&app.pending);
     g_object_unref(app.gtk);
