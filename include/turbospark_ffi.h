@@ -120,7 +120,9 @@ extern "C" {
  * a function's meaning changes in a way an older host could misread. Compare
  * with tsffi_abi_version() at run time; unsigned, as that function returns
  * (Swift imports it as UInt32). ABI 2: every name moved from ts_/TS_ (the
- * engine's namespace) to tsffi_/TSFFI_. */
+ * engine's namespace) to tsffi_/TSFFI_; a block outside 1..=15 is an invalid
+ * option; model_dir may be an installed alias and results carry "modelDir";
+ * tsffi_speculation_choices is new. */
 #define TSFFI_ABI_VERSION 2u
 
 /* Status codes. Stable: never renumbered; new codes are only appended. Where
