@@ -1,6 +1,7 @@
-"""ONE table of C-ABI cases, fed both to the C host (tests/c/case_host.c, via
-tests/test_c_abi.py) and to the in-process ctypes host (tests/test_ctypes_abi.py),
-so that the two layers cannot drift apart.
+"""ONE table of C-ABI cases, fed to the C host (tests/c/case_host.c, via
+tests/test_c_abi.py), to the in-process ctypes host (tests/test_ctypes_abi.py)
+and, exported as JSON (table_json, written by swift/run-tests.sh), to the Swift
+tests, so that the layers cannot drift apart.
 
 A case names the function, the install it runs against (a shape from INSTALLS),
 the options JSON (bytes; None is a NULL pointer), the expected status (by its
