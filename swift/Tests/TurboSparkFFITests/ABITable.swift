@@ -131,8 +131,10 @@ indirect enum Expected: Decodable {
     }
 }
 
-/// A JSON value, telling a boolean from a number and an integer from a
-/// fraction, as the table's exact comparisons do.
+/// A JSON value, telling a boolean from a number, as the table's exact
+/// comparisons do. An integral number written with a fraction (2.0) reads as
+/// the integer: JSONDecoder does not keep that difference, which the C and
+/// ctypes hosts of the same table check.
 enum JSONValue: Decodable, Equatable, CustomStringConvertible {
     case null
     case bool(Bool)
