@@ -58,7 +58,15 @@ if command -v pkg-config >/dev/null 2>&1; then
     echo "swift/run-tests.sh: pkg-config turbospark_ffi: $(pkg-config --cflags --libs turbospark_ffi)"
 fi
 
-# 3. swift test. SwiftPM takes -I/-L/-l from the .pc but drops its
+# 3. The shared ABI case table (tests/abi_cases.py) as JSON, which the Swift
+#    tests read for the seed's texts and the cases, rather than a copy of
+#    their own. Written fresh on every run: the table never goes stale.
+CASES_JSON="$SWIFT_DIR/.build-cases/abi_cases.json"
+(cd "$ROOT" && "$PYTHON" tests/abi_cases.py "$CASES_JSON") \
+    || fail "python3 tests/abi_cases.py $CASES_JSON failed"
+export TURBOSPARK_ABI_CASES="$CASES_JSON"
+
+# 4. swift test. SwiftPM takes -I/-L/-l from the .pc but drops its
 #    -Wl,-rpath ("prohibited flag"), so the rpath is given here instead; the
 #    test binary then finds the library without LD_LIBRARY_PATH.
 export TURBOSPARK_ROOT="$ROOT"

@@ -1,6 +1,7 @@
-"""ONE table of C-ABI cases, fed both to the C host (tests/c/case_host.c, via
-tests/test_c_abi.py) and to the in-process ctypes host (tests/test_ctypes_abi.py),
-so that the two layers cannot drift apart.
+"""ONE table of C-ABI cases, fed to the C host (tests/c/case_host.c, via
+tests/test_c_abi.py), to the in-process ctypes host (tests/test_ctypes_abi.py)
+and, exported as JSON (table_json, written by swift/run-tests.sh), to the Swift
+tests, so that the layers cannot drift apart.
 
 A case names the function, the install it runs against (a shape from INSTALLS),
 the options JSON (bytes; None is a NULL pointer), the expected status (by its
@@ -945,3 +946,77 @@ def runtime_calls(paths: dict[str, Path]) -> list[Call]:
             Call("install_info", [d]),
             Call("speculation_choices", [d, b"{}"])]
     return once + once
+
+
+# ---------------------------------------------------------------------------
+# The table as JSON, for a host that cannot import this module (the Swift
+# tests): the seed's texts, the header's status codes, the install names
+# (written by materialize) and every case. Byte arguments are
+# {"null": true} (a NULL pointer), {"text": ...} (UTF-8 without a NUL) or
+# {"hex": ...}; expectations are tagged, {"has": [parts]}, {"subset": {...}},
+# {"object": {...}}, {"array": [...]} or {"value": scalar}, so that no
+# expected value can be mistaken for a matcher.
+
+def _arg_json(arg) -> dict:
+    if arg is None:
+        return {"null": True}
+    try:
+        text = bytes(arg).decode("utf-8")
+    except UnicodeDecodeError:
+        return {"hex": bytes(arg).hex()}
+    return {"text": text} if "\0" not in text else {"hex": bytes(arg).hex()}
+
+
+def _expect_json(expected) -> dict:
+    if isinstance(expected, Has):
+        return {"has": list(expected.parts)}
+    if isinstance(expected, Subset):
+        return {"subset": {k: _expect_json(v) for k, v in expected.items.items()}}
+    if isinstance(expected, dict):
+        return {"object": {k: _expect_json(v) for k, v in expected.items()}}
+    if isinstance(expected, list):
+        return {"array": [_expect_json(v) for v in expected]}
+    assert expected is None or isinstance(expected, (bool, int, float, str)), expected
+    return {"value": expected}
+
+
+def _case_json(case: Case) -> dict:
+    out = {"id": case.id, "fn": case.fn, "status": case.status, "install": case.install,
+           "options": _arg_json(case.options), "reads": case.reads, "nullOut": case.null_out}
+    if case.model_dir is not UNSET:
+        out["modelDir"] = _arg_json(case.model_dir)
+    if isinstance(case.choice, Chain):
+        out["chain"] = {"install": case.choice.install, "options": _arg_json(case.choice.options)}
+    else:
+        out["choice"] = _arg_json(case.choice)
+    if case.json is not None:
+        out["json"] = _expect_json(case.json)
+    if case.message is not None:
+        out["message"] = _expect_json(case.message)
+    return out
+
+
+def table_json(header: Path) -> dict:
+    """The whole table as one JSON object (see above)."""
+    statuses = {name: value for name, value in header_codes(header).items()
+                if name == "TSFFI_OK" or name.startswith("TSFFI_ERR_")}
+    return {
+        "seed": {"dflashNote": DFLASH_NOTE, "sampledReason": SAMPLED_REASON,
+                 "refusalPrefix": REFUSAL_PREFIX, "visionBlocker": VISION_BLOCKER,
+                 "utf8Blocker": UTF8_BLOCKER, "noHead": list(NO_HEAD.parts)},
+        "statuses": statuses,
+        "installs": list(INSTALLS),
+        "cases": [_case_json(case) for case in CASES],
+    }
+
+
+if __name__ == "__main__":
+    # python3 tests/abi_cases.py OUT.json: what swift/run-tests.sh runs, with
+    # the repository root on PYTHONPATH.
+    import sys
+
+    _root = Path(__file__).resolve().parent.parent
+    _target = Path(sys.argv[1])
+    _target.parent.mkdir(parents=True, exist_ok=True)
+    _target.write_text(json.dumps(table_json(_root / "include" / "turbospark_ffi.h"),
+                                  ensure_ascii=False, indent=1) + "\n")

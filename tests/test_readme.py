@@ -150,7 +150,8 @@ def _swift_checkout(workdir: Path) -> Path:
     """The swift/ folder of a fresh clone (no build products)."""
     repo = workdir / "repo"
     shutil.copytree(ROOT / "swift", repo / "swift",
-                    ignore=shutil.ignore_patterns(".build", ".build-pc", ".swiftpm"))
+                    ignore=shutil.ignore_patterns(".build", ".build-pc", ".build-cases",
+                                                  ".swiftpm"))
     return repo
 
 
@@ -177,7 +178,9 @@ def run_swift_snippet(workdir, user_env, pip_installed, **_):
     (package / "Sources" / "Snippet").mkdir(parents=True)
     (package / "Package.swift").write_text(SNIPPET_PACKAGE % (repo / "swift"))
     (package / "Sources" / "Snippet" / "main.swift").write_text(
-        BY_NAME["swift-snippet"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n")
+        BY_NAME["swift-snippet"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n"
+        'print(try optionsAreValid("{}"), try optionsAreValid(#"{"speculation": 16}"#),\n'
+        '      try optionsAreValid("{nope"))\n')
     env = dict(user_env)
     pc = workdir / "pc"
     run_block(f'turbospark-ffi config --pkg-config-dir "{pc}"', workdir, env)
@@ -185,7 +188,7 @@ def run_swift_snippet(workdir, user_env, pip_installed, **_):
     libdir = pip_installed.site / "turbospark_ffi"
     run_block(f'swift build -Xlinker -rpath -Xlinker "{libdir}"', package, env)
     out = run_block(f'.build/debug/Snippet "{samples(pip_installed) / "dflash"}"', package, env)
-    assert out.stdout == NOTE + "\n"
+    assert out.stdout == NOTE + "\ntrue false false\n"
 
 
 def run_bundle_app(workdir, user_env, **_):

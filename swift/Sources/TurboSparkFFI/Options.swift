@@ -16,9 +16,9 @@ public enum SpeculativeDrafter: String, Codable, Sendable, Hashable, CaseIterabl
 ///
 /// `.auto`: draft if the install can, and say why not when it cannot. `.off`:
 /// never. `.block(n)`: draft `n` tokens per round, or fail naming the reason
-/// (a ``TurboSparkError`` with status ``TurboSparkError/refused``). A block
+/// (a ``TurboSparkError`` with status ``TurboSparkStatus/refused``). A block
 /// outside 1...15 (0 included) is an invalid option, as the engine's parser
-/// says: the library refuses it with ``TurboSparkError/invalidArgument``,
+/// says: the library refuses it with ``TurboSparkStatus/invalidArgument``,
 /// naming the range, before it reads any install. Any `Int` is passed through
 /// as it is, so that message is the library's.
 public enum Speculation: Sendable, Hashable, Codable {
@@ -144,7 +144,7 @@ public struct Options: Sendable, Hashable, Encodable {
         do {
             return String(decoding: try encoder.encode(self), as: UTF8.self)
         } catch {
-            throw TurboSparkError(status: TurboSparkError.internal,
+            throw TurboSparkError(status: .internal,
                                   message: "TurboSparkFFI could not encode the options as JSON: \(error)",
                                   function: "Options.json")
         }

@@ -274,9 +274,9 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
     public var speculation: Speculation
     /// The item's requested drafter (`.auto`, `.mtp` or `.dflash`).
     public var speculativeDrafter: SpeculativeDrafter
-    /// What the plan call returns for it: ``TurboSparkError/ok`` or
-    /// ``TurboSparkError/refused``.
-    public var status: Int32
+    /// What the plan call returns for it: ``TurboSparkStatus/ok`` or
+    /// ``TurboSparkStatus/refused``.
+    public var status: TurboSparkStatus
     /// The plan, exactly as the plan call returns it; nil when refused.
     public var plan: PlanResult?
     /// The plan call's last error when refused: the message to show (a
@@ -285,7 +285,7 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
     /// This item is the options' own speculation and drafter.
     public var selected: Bool
 
-    public init(speculation: Speculation, speculativeDrafter: SpeculativeDrafter, status: Int32,
+    public init(speculation: Speculation, speculativeDrafter: SpeculativeDrafter, status: TurboSparkStatus,
                 plan: PlanResult?, error: String?, selected: Bool) {
         self.speculation = speculation
         self.speculativeDrafter = speculativeDrafter
@@ -296,7 +296,7 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
     }
 
     /// A named block that cannot be served: grey the item out, with ``error``.
-    public var isRefused: Bool { status == TurboSparkError.refused }
+    public var isRefused: Bool { status == .refused }
 
     /// The plan call's outcome as a value: the plan, or the error it throws.
     public var result: Result<PlanResult, TurboSparkError> {

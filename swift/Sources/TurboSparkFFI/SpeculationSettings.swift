@@ -42,7 +42,7 @@ public final class SpeculationSettings {
     /// Every item of both pickers, for greying out refused ones; nil while
     /// there is no answer and when the call failed.
     public private(set) var choices: SpeculationChoices?
-    /// The refusal of the selected item (status ``TurboSparkError/refused``),
+    /// The refusal of the selected item (status ``TurboSparkStatus/refused``),
     /// or why the call failed (bad options, a bad directory); nil otherwise.
     public private(set) var error: TurboSparkError?
     /// The inputs the published ``plan``, ``choices`` and ``error`` answer
@@ -62,7 +62,7 @@ public final class SpeculationSettings {
     public convenience init(modelDir: String? = nil, options: Options = .default) {
         self.init(modelDir: modelDir, options: options) { request in
             guard let dir = request.modelDir else {
-                return .failure(TurboSparkError(status: TurboSparkError.invalidArgument,
+                return .failure(TurboSparkError(status: .invalidArgument,
                                                 message: "no model directory", function: "SpeculationSettings"))
             }
             do throws(TurboSparkError) {
@@ -139,7 +139,7 @@ public final class SpeculationSettings {
                 error = refusal
             case nil:
                 plan = nil
-                error = TurboSparkError(status: TurboSparkError.internal,
+                error = TurboSparkError(status: .internal,
                                         message: "the table has no selected item",
                                         function: "tsffi_speculation_choices")
             }

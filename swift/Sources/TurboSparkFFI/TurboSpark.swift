@@ -32,7 +32,7 @@ public enum TurboSpark {
     /// `modelDir` is a directory or an installed alias, resolved as the
     /// engine's open resolves it (``PlanResult/modelDir`` says which directory
     /// was read).
-    /// Throws ``TurboSparkError`` with status ``TurboSparkError/refused`` for a
+    /// Throws ``TurboSparkError`` with status ``TurboSparkStatus/refused`` for a
     /// named block that cannot be served; its message is the one to show.
     public static func speculationPlan(modelDir: String, options: Options = .default)
         throws(TurboSparkError) -> PlanResult
@@ -100,7 +100,7 @@ public enum TurboSpark {
     /// Whether speculation will run, without an install (`tsffi_resolve_speculation`).
     /// `options.drafter` is the RESOLVED drafter (`.auto` takes the MTP arms);
     /// `options.engineBlocker` the engine's reason. Throws status
-    /// ``TurboSparkError/refused`` for a named block that cannot be served.
+    /// ``TurboSparkStatus/refused`` for a named block that cannot be served.
     public static func resolveSpeculation(options: Options = .default)
         throws(TurboSparkError) -> SpeculationPlan
     {
@@ -125,11 +125,8 @@ public enum TurboSpark {
     public static func speculationPlanJSON(modelDir: String, optionsJSON: String?)
         throws(TurboSparkError) -> String
     {
-        let function = "tsffi_speculation_plan"
-        return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
-            try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-                try call(function) { tsffi_speculation_plan(dir, opts, $0) }
-            }
+        try callJSON("tsffi_speculation_plan", (modelDir, "model_dir"), (optionsJSON, "options_json")) {
+            tsffi_speculation_plan($0[0]!, $0[1], $1)
         }
     }
 
@@ -137,11 +134,8 @@ public enum TurboSpark {
     public static func speculationChoicesJSON(modelDir: String, optionsJSON: String?)
         throws(TurboSparkError) -> String
     {
-        let function = "tsffi_speculation_choices"
-        return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
-            try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-                try call(function) { tsffi_speculation_choices(dir, opts, $0) }
-            }
+        try callJSON("tsffi_speculation_choices", (modelDir, "model_dir"), (optionsJSON, "options_json")) {
+            tsffi_speculation_choices($0[0]!, $0[1], $1)
         }
     }
 
@@ -149,11 +143,8 @@ public enum TurboSpark {
     public static func resolveDrafterJSON(modelDir: String, optionsJSON: String?)
         throws(TurboSparkError) -> String
     {
-        let function = "tsffi_resolve_drafter"
-        return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
-            try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-                try call(function) { tsffi_resolve_drafter(dir, opts, $0) }
-            }
+        try callJSON("tsffi_resolve_drafter", (modelDir, "model_dir"), (optionsJSON, "options_json")) {
+            tsffi_resolve_drafter($0[0]!, $0[1], $1)
         }
     }
 
@@ -162,45 +153,55 @@ public enum TurboSpark {
     public static func draftPoliciesJSON(choiceJSON: String, optionsJSON: String?)
         throws(TurboSparkError) -> String
     {
-        let function = "tsffi_draft_policies"
-        return try withCString(choiceJSON, "choice_json", function) { (choice) throws(TurboSparkError) in
-            try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-                try call(function) { tsffi_draft_policies(choice, opts, $0) }
-            }
+        try callJSON("tsffi_draft_policies", (choiceJSON, "choice_json"), (optionsJSON, "options_json")) {
+            tsffi_draft_policies($0[0]!, $0[1], $1)
         }
     }
 
     /// `tsffi_resolve_speculation`, JSON in and out.
     public static func resolveSpeculationJSON(optionsJSON: String?) throws(TurboSparkError) -> String {
-        let function = "tsffi_resolve_speculation"
-        return try withOptionalCString(optionsJSON, "options_json", function) { (opts) throws(TurboSparkError) in
-            try call(function) { tsffi_resolve_speculation(opts, $0) }
+        try callJSON("tsffi_resolve_speculation", (optionsJSON, "options_json")) {
+            tsffi_resolve_speculation($0[0], $1)
         }
     }
 
     /// `tsffi_install_info_json`: the JSON text.
     public static func installInfoJSON(modelDir: String) throws(TurboSparkError) -> String {
-        let function = "tsffi_install_info_json"
-        return try withCString(modelDir, "model_dir", function) { (dir) throws(TurboSparkError) in
-            try call(function) { tsffi_install_info_json(dir, $0) }
+        try callJSON("tsffi_install_info_json", (modelDir, "model_dir")) {
+            tsffi_install_info_json($0[0]!, $1)
         }
     }
 
     /// `tsffi_build_info_json`: the JSON text.
     public static func buildInfoJSON() throws(TurboSparkError) -> String {
-        try call("tsffi_build_info_json") { tsffi_build_info_json($0) }
+        try callJSON("tsffi_build_info_json") { tsffi_build_info_json($1) }
     }
 
     // MARK: the boundary
 
-    /// One C call with a `char **` out-parameter: the result string, copied
-    /// and released with `tsffi_string_free`, or the last error thrown.
-    private static func call(
+    /// The C functions' out-parameter: `char **out_json`.
+    private typealias Out = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+
+    /// One C call whose last parameter is the `char **` out-parameter: the
+    /// result string, copied and released with `tsffi_string_free`, or the
+    /// calling thread's last error thrown.
+    ///
+    /// `arguments` are the call's string arguments in the C order, each with
+    /// the header's name of its parameter (which a NUL refusal names); nil is
+    /// a NULL pointer. Every one is checked for a NUL, in order, before the
+    /// call. `body` makes the C call with their C strings, in the same order
+    /// (an argument given as a non-optional String is never NULL there), and
+    /// the out-parameter.
+    private static func callJSON(
         _ function: String,
-        _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32
+        _ arguments: (text: String?, name: String)...,
+        body: ([UnsafePointer<CChar>?], Out) -> Int32
     ) throws(TurboSparkError) -> String {
+        for argument in arguments {
+            try checkNoNUL(argument.text, argument.name, function)
+        }
         var out: UnsafeMutablePointer<CChar>? = nil
-        let status = body(&out)
+        let status = withCStrings(arguments.map(\.text)[...]) { pointers in body(pointers, &out) }
         // Released on every path; the header says *out stays NULL on failure,
         // and tsffi_string_free(NULL) is a no-op.
         defer { tsffi_string_free(out) }
@@ -209,46 +210,41 @@ public enum TurboSpark {
             throw TurboSparkError.last(status: status, function: function)
         }
         guard let out else {
-            throw TurboSparkError(status: TurboSparkError.internal,
+            throw TurboSparkError(status: .internal,
                                   message: "\(function) returned TSFFI_OK but left its result NULL",
                                   function: function)
         }
         return String(cString: out)
     }
 
+    /// `body` with a C string for each of `texts` (nil for nil), valid for
+    /// the whole of `body`: each String.withCString scope is nested inside
+    /// the previous one.
+    private static func withCStrings<R>(
+        _ texts: ArraySlice<String?>, _ pointers: [UnsafePointer<CChar>?] = [],
+        _ body: ([UnsafePointer<CChar>?]) -> R
+    ) -> R {
+        guard let first = texts.first else {
+            return body(pointers)
+        }
+        guard let text = first else {
+            return withCStrings(texts.dropFirst(), pointers + [nil], body)
+        }
+        return text.withCString { withCStrings(texts.dropFirst(), pointers + [$0], body) }
+    }
+
     /// A Swift String may hold NUL characters, which C would silently cut the
     /// text at (a model_dir "a\0b" would become "a"). Refused here instead,
     /// with the library's status for it.
-    private static func checkNoNUL(_ text: String, _ what: String, _ function: String)
+    private static func checkNoNUL(_ text: String?, _ what: String, _ function: String)
         throws(TurboSparkError)
     {
-        if text.utf8.contains(0) {
-            throw TurboSparkError(status: TurboSparkError.invalidArgument,
+        if let text, text.utf8.contains(0) {
+            throw TurboSparkError(status: .invalidArgument,
                                   message: "\(what) contains a NUL character; accepts text without one "
                                       + "(C would cut it short there)",
                                   function: function)
         }
-    }
-
-    private static func withCString<R>(
-        _ text: String, _ what: String, _ function: String,
-        _ body: (UnsafePointer<CChar>) throws(TurboSparkError) -> R
-    ) throws(TurboSparkError) -> R {
-        try checkNoNUL(text, what, function)
-        let result: Result<R, TurboSparkError> = text.withCString { pointer in
-            do throws(TurboSparkError) { return .success(try body(pointer)) } catch { return .failure(error) }
-        }
-        return try result.get()
-    }
-
-    private static func withOptionalCString<R>(
-        _ text: String?, _ what: String, _ function: String,
-        _ body: (UnsafePointer<CChar>?) throws(TurboSparkError) -> R
-    ) throws(TurboSparkError) -> R {
-        guard let text else {
-            return try body(nil)
-        }
-        return try withCString(text, what, function) { (pointer) throws(TurboSparkError) in try body(pointer) }
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ json: String, from function: String)
@@ -257,7 +253,7 @@ public enum TurboSpark {
         do {
             return try JSONDecoder().decode(T.self, from: Data(json.utf8))
         } catch {
-            throw TurboSparkError(status: TurboSparkError.internal,
+            throw TurboSparkError(status: .internal,
                                   message: "TurboSparkFFI could not decode what \(function) returned as "
                                       + "\(T.self): \(error); the JSON was: \(json)",
                                   function: function)
@@ -268,9 +264,10 @@ public enum TurboSpark {
         do {
             return String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
         } catch {
-            throw TurboSparkError(status: TurboSparkError.internal,
+            throw TurboSparkError(status: .internal,
                                   message: "TurboSparkFFI could not encode \(what) as JSON: \(error)",
                                   function: "JSONEncoder")
         }
     }
 }
+

@@ -1,67 +1,141 @@
 import CTurboSparkFFI
 import Foundation
 
+/// A status code of the C ABI: the `int32_t` every function returns, as a
+/// type a `catch` can match by name.
+///
+/// The named values are the header's macros (`TSFFI_OK`, `TSFFI_ERR_*`),
+/// imported from the C module, so the numbers have one source. A thrown
+/// ``TurboSparkError`` matches its status in a `catch` clause:
+///
+/// ```swift
+/// do {
+///     _ = try TurboSpark.resolveSpeculationJSON(optionsJSON: text)
+/// } catch TurboSparkStatus.invalidArgument, TurboSparkStatus.json {
+///     // not options the library accepts
+/// } catch {
+///     // anything else
+/// }
+/// ```
+///
+/// To use the error as well, bind it and test its status:
+/// `catch let error as TurboSparkError where error.status == .refused`.
+///
+/// A value the header does not name (a newer library's) is still
+/// representable; its ``description`` is `"status N"`.
+public struct TurboSparkStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The `int32_t` as the C function returned it.
+    public let rawValue: Int32
+
+    /// The status a C function returned, named by the header or not.
+    public init(rawValue: Int32) {
+        self.rawValue = rawValue
+    }
+
+    /// `TSFFI_OK`: success.
+    public static let ok = TurboSparkStatus(rawValue: TSFFI_OK)
+    /// `TSFFI_ERR_INVALID_ARGUMENT`: a NULL pointer, text that is not UTF-8,
+    /// an option value outside its set (a block outside 1...15 included), a
+    /// near-miss option key.
+    public static let invalidArgument = TurboSparkStatus(rawValue: TSFFI_ERR_INVALID_ARGUMENT)
+    /// `TSFFI_ERR_REFUSED`: a named speculation block that cannot be served
+    /// (the engine's open returns 2 for this same refusal). The message is
+    /// the one to show.
+    public static let refused = TurboSparkStatus(rawValue: TSFFI_ERR_REFUSED)
+    /// `TSFFI_ERR_JSON`: a JSON argument that does not parse or is not an object.
+    public static let json = TurboSparkStatus(rawValue: TSFFI_ERR_JSON)
+    /// `TSFFI_ERR_INTERNAL`: anything unexpected, caught at the boundary (also
+    /// what this package throws when it cannot decode an answer).
+    public static let `internal` = TurboSparkStatus(rawValue: TSFFI_ERR_INTERNAL)
+    /// `TSFFI_ERR_RUNTIME`: the embedded Python runtime could not start;
+    /// every later call returns it too.
+    public static let runtime = TurboSparkStatus(rawValue: TSFFI_ERR_RUNTIME)
+
+    /// Every status the header names, with the macro's name: the one table
+    /// ``description`` reads.
+    public static let named: [(status: TurboSparkStatus, name: String)] = [
+        (.ok, "TSFFI_OK"),
+        (.invalidArgument, "TSFFI_ERR_INVALID_ARGUMENT"),
+        (.refused, "TSFFI_ERR_REFUSED"),
+        (.json, "TSFFI_ERR_JSON"),
+        (.internal, "TSFFI_ERR_INTERNAL"),
+        (.runtime, "TSFFI_ERR_RUNTIME"),
+    ]
+
+    /// The header's macro name (`"TSFFI_ERR_REFUSED"`), or `"status N"` for a
+    /// value the header does not name.
+    public var description: String {
+        Self.named.first { $0.status == self }?.name ?? "status \(rawValue)"
+    }
+
+    /// Matches a thrown ``TurboSparkError`` by its status, so that
+    /// `catch TurboSparkStatus.refused` catches exactly the refusals. Any
+    /// other error does not match.
+    public static func ~= (status: TurboSparkStatus, error: any Error) -> Bool {
+        (error as? TurboSparkError)?.status == status
+    }
+
+    /// The same match for a typed `throws(TurboSparkError)` body, whose
+    /// `catch` clauses see the concrete type.
+    public static func ~= (status: TurboSparkStatus, error: TurboSparkError) -> Bool {
+        error.status == status
+    }
+}
+
 /// The one error every call of this package throws: the C status code and the
 /// library's own message, verbatim.
 ///
 /// `message` is what `tsffi_last_error` held right after the failing call, byte
 /// for byte, so a GUI can show it as it is: for ``status`` ==
-/// ``TurboSparkError/refused`` it is the engine's refusal text ("--speculative
+/// ``TurboSparkStatus/refused`` it is the engine's refusal text ("--speculative
 /// was asked for but cannot be served: ..."), meant for the user.
 public struct TurboSparkError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The `int32_t` the C function returned: one of the header's `TSFFI_ERR_*`.
-    public let status: Int32
+    /// What the C function returned: one of the header's `TSFFI_ERR_*`
+    /// (``TurboSparkStatus/refused``, ...). A `catch` clause can match it by
+    /// name: `catch TurboSparkStatus.refused`.
+    public let status: TurboSparkStatus
     /// The calling thread's `tsffi_last_error` message, verbatim.
     public let message: String
     /// The C function that failed (`"tsffi_speculation_plan"`, ...).
     public let function: String
 
-    public init(status: Int32, message: String, function: String) {
+    /// An error with this status and message, as thrown by `function`.
+    public init(status: TurboSparkStatus, message: String, function: String) {
         self.status = status
         self.message = message
         self.function = function
     }
 
-    // The header's status codes, re-exported so a host need not import the C
-    // module to compare them. Taken from the header's macros: one source.
-    public static let ok: Int32 = TSFFI_OK
-    /// A NULL pointer, text that is not UTF-8, an option value outside its
-    /// set, a near-miss option key.
-    public static let invalidArgument: Int32 = TSFFI_ERR_INVALID_ARGUMENT
-    /// A named speculation block that cannot be served (the engine's open
-    /// returns 2 for this same refusal). The message is the one to show.
-    public static let refused: Int32 = TSFFI_ERR_REFUSED
-    /// A JSON argument that does not parse or is not an object.
-    public static let json: Int32 = TSFFI_ERR_JSON
-    /// Anything unexpected, caught at the boundary.
-    public static let `internal`: Int32 = TSFFI_ERR_INTERNAL
-    /// The embedded Python runtime could not start; every later call returns
-    /// it too.
-    public static let runtime: Int32 = TSFFI_ERR_RUNTIME
+    // The status codes under their former place, as the same values, so code
+    // written as `error.status == TurboSparkError.refused` (or `catch
+    // TurboSparkError.refused`) keeps compiling.
+    /// ``TurboSparkStatus/ok``.
+    public static let ok = TurboSparkStatus.ok
+    /// ``TurboSparkStatus/invalidArgument``.
+    public static let invalidArgument = TurboSparkStatus.invalidArgument
+    /// ``TurboSparkStatus/refused``.
+    public static let refused = TurboSparkStatus.refused
+    /// ``TurboSparkStatus/json``.
+    public static let json = TurboSparkStatus.json
+    /// ``TurboSparkStatus/internal``.
+    public static let `internal` = TurboSparkStatus.internal
+    /// ``TurboSparkStatus/runtime``.
+    public static let runtime = TurboSparkStatus.runtime
 
-    /// True for the refusal of a named block (``refused``).
-    public var isRefused: Bool { status == Self.refused }
+    /// True for the refusal of a named block (``TurboSparkStatus/refused``).
+    public var isRefused: Bool { status == .refused }
 
-    /// The header's name of ``status``.
-    public var statusName: String {
-        switch status {
-        case Self.ok: return "TSFFI_OK"
-        case Self.invalidArgument: return "TSFFI_ERR_INVALID_ARGUMENT"
-        case Self.refused: return "TSFFI_ERR_REFUSED"
-        case Self.json: return "TSFFI_ERR_JSON"
-        case Self.internal: return "TSFFI_ERR_INTERNAL"
-        case Self.runtime: return "TSFFI_ERR_RUNTIME"
-        default: return "status \(status)"
-        }
-    }
+    /// The header's name of ``status`` (its ``TurboSparkStatus/description``).
+    public var statusName: String { status.description }
 
-    public var description: String { "\(function): \(statusName) (\(status)): \(message)" }
+    public var description: String { "\(function): \(status) (\(status.rawValue)): \(message)" }
 
     /// The calling thread's last error, read right after `function` returned
     /// `status`. Must be called on the thread that made the call, with no
     /// suspension point in between: the message is per thread.
     static func last(status: Int32, function: String) -> TurboSparkError {
-        TurboSparkError(status: status, message: lastErrorMessage(), function: function)
+        TurboSparkError(status: TurboSparkStatus(rawValue: status), message: lastErrorMessage(),
+                        function: function)
     }
 }
 

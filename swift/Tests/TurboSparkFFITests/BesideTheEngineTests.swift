@@ -23,7 +23,7 @@ import TurboSparkFFI
                                                    options: Options(speculation: .block(2)))
                 Issue.record("a named block on a DFlash2-only install must be refused")
             } catch let error as TurboSparkError {
-                #expect(error.status == TurboSparkError.refused)
+                #expect(error.status == TurboSparkStatus.refused)
                 #expect(error.message.hasPrefix(Fixtures.refusalPrefix))
             }
         }

@@ -65,9 +65,9 @@ import Testing
             let error = #expect(throws: TurboSparkError.self) {
                 try TurboSpark.speculationChoices(modelDir: dirs["mtp"]!, options: Options(speculation: .block(16)))
             }
-            #expect(error?.status == TurboSparkError.invalidArgument)
+            #expect(error?.status == TurboSparkStatus.invalidArgument)
             #expect(error?.function == "tsffi_speculation_choices")
-            #expect(error?.message.hasPrefix("speculation: got 16, which is not a block (blocks are 1..=15)") == true)
+            #expect(error?.message.hasPrefix("speculation: got 16, a block outside the allowed range 1..=15") == true)
             let bad = #expect(throws: TurboSparkError.self) {
                 try TurboSpark.speculationChoices(modelDir: dirs["mtp"]!, optionsJSON: #"{"temperature": -1}"#)
             }
@@ -110,15 +110,16 @@ import Testing
             #expect(try await TurboSpark.Background.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)
                     == (try TurboSpark.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)))
         }
+        let blocked = Options(speculation: .block(2), engineBlocker: .reason("busy GPU"))
         let refused = await AsyncOutcome { () async throws(TurboSparkError) in
-            try await TurboSpark.Background.resolveSpeculation(options: Options(speculation: .block(16)))
+            try await TurboSpark.Background.resolveSpeculation(options: blocked)
         }
-        #expect(refused == Outcome { try TurboSpark.resolveSpeculation(options: Options(speculation: .block(16))) })
+        #expect(refused == Outcome { try TurboSpark.resolveSpeculation(options: blocked) })
         if case .failed(let error) = refused {
             #expect(error.isRefused)  // the message was read on the thread that failed
-            #expect(error.message == Fixtures.refusalPrefix + "block 16 is outside allowed range 1..=15")
+            #expect(error.message == Fixtures.refusalPrefix + "busy GPU")
         } else {
-            Issue.record("block 16 was not refused")
+            Issue.record("a named block under an engine blocker was not refused")
         }
         #expect(try await TurboSpark.Background.resolveSpeculationJSON(optionsJSON: nil)
                 == (try TurboSpark.resolveSpeculationJSON(optionsJSON: nil)))
@@ -151,7 +152,7 @@ import Testing
             model.options = Options(speculation: .block(2))
             await model.settled()
             #expect(model.plan == nil)
-            #expect(model.error?.status == TurboSparkError.refused)
+            #expect(model.error?.status == TurboSparkStatus.refused)
             #expect(model.error?.message == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
             #expect(model.choices?.selected?.speculation == .block(2))
 
@@ -159,7 +160,7 @@ import Testing
             model.options = Options(temperature: -1)
             await model.settled()
             #expect(model.plan == nil && model.choices == nil)
-            #expect(model.error?.status == TurboSparkError.invalidArgument)
+            #expect(model.error?.status == TurboSparkStatus.invalidArgument)
             #expect(model.error?.message.hasPrefix("temperature: got -1") == true)
 
             model.modelDir = dirs["mtp"]!
@@ -264,7 +265,7 @@ private func fakeTable(_ request: SpeculationSettings.Request) -> SpeculationCho
                           draftPolicies: DraftPolicies(mtp: .fixed(block), dflash: .off),
                           speculation: SpeculationPlan(block: block, drafter: .mtp, reason: nil))
     let item = SpeculationChoice(speculation: request.options.speculation, speculativeDrafter: request.options.drafter,
-                                 status: 0, plan: plan, error: nil, selected: true)
+                                 status: .ok, plan: plan, error: nil, selected: true)
     return SpeculationChoices(modelDir: request.modelDir ?? "", install: .init(installHasMtpHead: true, installHasDflash: false),
                               choices: [item])
 }

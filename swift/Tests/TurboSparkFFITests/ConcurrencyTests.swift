@@ -41,7 +41,7 @@ import TurboSparkFFI
         let expected = cases.map(Self.answer)
         // Both outcomes occur, so both paths are exercised concurrently.
         #expect(expected.contains { if case .failed(let e) = $0 { e.isRefused } else { false } })
-        #expect(expected.contains { if case .failed(let e) = $0 { e.status == TurboSparkError.invalidArgument } else { false } })
+        #expect(expected.contains { if case .failed(let e) = $0 { e.status == TurboSparkStatus.invalidArgument } else { false } })
         #expect(expected.contains { if case .ok = $0 { true } else { false } })
 
         let tasks = 8, callsPerTask = 200
@@ -83,7 +83,7 @@ import TurboSparkFFI
                             try TurboSpark.resolveSpeculation(options: Options(temperature: value))
                         }
                         guard case .failed(let error) = outcome,
-                              error.status == TurboSparkError.invalidArgument,
+                              error.status == TurboSparkStatus.invalidArgument,
                               error.message.hasPrefix("temperature: got \(Int(value))")
                         else {
                             bad.append("task \(task) call \(call): \(outcome)")

@@ -22,16 +22,33 @@ enum Fixtures {
 
     static let python: String = ProcessInfo.processInfo.environment["TURBOSPARK_PYTHON"] ?? "python3"
 
+    /// The shared ABI case table (tests/abi_cases.py), as swift/run-tests.sh
+    /// exports it to the file TURBOSPARK_ABI_CASES names: the seed's texts,
+    /// the header's status codes and every case the C and ctypes hosts run.
+    static let table: ABITable = {
+        guard let path = ProcessInfo.processInfo.environment["TURBOSPARK_ABI_CASES"], !path.isEmpty else {
+            fatalError("TURBOSPARK_ABI_CASES is not set: run the Swift tests through swift/run-tests.sh, "
+                       + "which exports tests/abi_cases.py as JSON and names the file there")
+        }
+        do {
+            return try JSONDecoder().decode(ABITable.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            fatalError("cannot read the ABI case table \(path): \(error)")
+        }
+    }()
+
     /// The seed's note, verbatim (turbospark-runtime 0.3.0, resolve_drafter).
-    static let dflashAutoNote =
-        "this install carries a DFlash2 drafter, which auto leaves OFF: measured "
-        + "0.90x throughput on prose against 1.33-1.47x on code and math, and "
-        + "+17.4% J/token, so it is opt-in. Select the dflash drafter to use it "
-        + "(--speculative-drafter dflash, or speculativeDrafter \"dflash\" on the "
-        + "C ABI)"
+    static var dflashAutoNote: String { table.seed.dflashNote }
 
     /// The seed's refusal prefix for a named block that cannot be served.
-    static let refusalPrefix = "--speculative was asked for but cannot be served: "
+    static var refusalPrefix: String { table.seed.refusalPrefix }
+
+    /// The seed's reason the block drafter cannot serve a sampled run.
+    static var sampledReason: String { table.seed.sampledReason }
+
+    /// What the library's refusal for a headless install contains (its own
+    /// wording, so parts of it rather than the whole text).
+    static var noHead: [String] { table.seed.noHead }
 
     struct PythonFailed: Error, CustomStringConvertible {
         let description: String

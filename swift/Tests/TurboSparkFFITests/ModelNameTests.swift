@@ -67,7 +67,7 @@ import TurboSparkFFI
                     let error = #expect(throws: TurboSparkError.self) {
                         try TurboSpark.speculationPlan(modelDir: dir, options: options)
                     }
-                    #expect(error?.status == TurboSparkError.invalidArgument)
+                    #expect(error?.status == TurboSparkStatus.invalidArgument)
                     #expect(error?.isRefused == false)
                     #expect(error?.message.hasPrefix(
                         "speculation: got \(shown), a block outside the allowed range 1..=15") == true)
@@ -75,14 +75,14 @@ import TurboSparkFFI
                 let fromString = #expect(throws: TurboSparkError.self) {
                     try TurboSpark.speculationPlan(modelDir: dir, optionsJSON: #"{"speculation": "16"}"#)
                 }
-                #expect(fromString?.status == TSFFI_ERR_INVALID_ARGUMENT)
+                #expect(fromString?.status.rawValue == TSFFI_ERR_INVALID_ARGUMENT)
                 #expect(fromString?.message.contains("1..=15") == true)
             }
             let step = #expect(throws: TurboSparkError.self) {
                 try TurboSpark.resolveSpeculation(options: Options(
                     speculation: .block(16), engineBlocker: .reason("a vision tower is active")))
             }
-            #expect(step?.status == TurboSparkError.invalidArgument)
+            #expect(step?.status == TurboSparkStatus.invalidArgument)
         }
     }
 }
