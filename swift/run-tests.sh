@@ -23,10 +23,11 @@ if ! command -v "$SWIFT" >/dev/null 2>&1; then
 fi
 command -v "$PYTHON" >/dev/null 2>&1 || fail "'$PYTHON' not found on PATH; it builds the library and writes the test installs"
 
-case "$(uname -s)" in
-    Darwin) LIB="$ROOT/turbospark_ffi/libturbospark_ffi.dylib" ;;
-    *) LIB="$ROOT/turbospark_ffi/libturbospark_ffi.so" ;;
-esac
+# The library's file name from the package itself (one spelling per platform,
+# in turbospark_ffi/native.py).
+LIB="$ROOT/turbospark_ffi/$(cd "$ROOT" && "$PYTHON" -I -c \
+    'import sys; sys.path.insert(0, "."); from turbospark_ffi.native import library_name; print(library_name())')" \
+    || fail "cannot read the library's file name from turbospark_ffi/native.py"
 HEADER_COPY="$ROOT/turbospark_ffi/include/turbospark_ffi.h"
 
 # 1. The library (and the header copy beside it), built in place when missing

@@ -340,7 +340,9 @@ def test_inspect_json_is_the_c_abi(installs, abi, name):
     assert r.stdout == text + "\n"
 
 
-def test_inspect_json_shipped_sample(abi):
+def test_inspect_json_shipped_sample(abi, monkeypatch):
+    # A relative path, read from the same working directory the command runs in.
+    monkeypatch.chdir(ROOT)
     r = run("inspect", "turbospark_ffi/samples/both", "--json")
     assert r.stdout == abi.info("turbospark_ffi/samples/both")[1] + "\n"
 
