@@ -282,8 +282,8 @@ static char *tsffi_strdup(const char *s) {
     return copy;
 }
 
-/* Called by Python with the stat() values of the snapshot the answer came
- * from (two keys of 7 values each). */
+/* Called by Python with what stat() said of the install's two files when
+ * the snapshot the answer came from read them. */
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
                             const struct tsffi_file_key *keys, const char *result, size_t len) {
     struct tsffi_cached fresh, old;
