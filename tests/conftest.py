@@ -9,7 +9,6 @@ exercise the code beside them.
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import shutil
 import signal

@@ -25,7 +25,7 @@ import pytest
 
 import abi_cases
 from abi_cases import CASES
-from conftest import C_FLAGS, HEADER, LIBRARY, ROOT, compile_c_host
+from conftest import HEADER, LIBRARY, ROOT, compile_c_host
 
 C_DIR = Path(__file__).resolve().parent / "c"
 STANDIN_DIR = ROOT / "swift" / "Tests" / "CTurboSpark"

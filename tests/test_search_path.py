@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-
-import pytest
 
 from conftest import compile_c_host
 

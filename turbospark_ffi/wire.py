@@ -7,6 +7,14 @@ below it knows a shape. The text itself is jsontext's.
 
 from __future__ import annotations
 
+# For the annotations only (never imported at run time: `typing` would cost
+# start-up, and a module-level import of options would run on every call).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import os
+
+    from .options import Options
+
 __all__ = ["choice_to_dict", "policies_to_dict", "speculation_to_dict", "plan_to_dict",
            "choices_to_dict", "STATUS_OK", "STATUS_REFUSED", "choice_from_json",
            "install_info_to_dict", "build_info_to_dict"]
