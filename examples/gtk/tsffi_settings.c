@@ -312,12 +312,32 @@ static void read_entry(JsonObject *entry, Outcome *out) {
         out->error = g_strdup(string_or_null(entry, "error"));
 }
 
+/* What a finished builder holds, as JSON text (g_free it); the builder is
+ * released. */
+static char *builder_text(JsonBuilder *b) {
+    JsonNode *root = json_builder_get_root(b);
+    JsonGenerator *gen = json_generator_new();
+    char *text;
+    json_generator_set_root(gen, root);
+    text = json_generator_to_data(gen, NULL);
+    json_node_unref(root);
+    g_object_unref(gen);
+    g_object_unref(b);
+    return text;
+}
+
+/* Test mode: one JSON line on stdout per report, flushed (the test reads it
+ * as it comes); the builder is released. */
+static void drive_print(JsonBuilder *b) {
+    char *line = builder_text(b);
+    printf("%s\n", line);
+    fflush(stdout);
+    g_free(line);
+}
+
 /* The options object for one pair of items: what the engine's open gets. */
 static char *options_json(guint speculation, guint drafter) {
     JsonBuilder *b = json_builder_new();
-    JsonGenerator *gen = json_generator_new();
-    JsonNode *root;
-    char *text;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "speculation");
     if (SPECULATION_ITEMS[speculation].value != NULL)
@@ -327,13 +347,7 @@ static char *options_json(guint speculation, guint drafter) {
     json_builder_set_member_name(b, "speculativeDrafter");
     json_builder_add_string_value(b, DRAFTER_ITEMS[drafter]);
     json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    text = json_generator_to_data(gen, NULL);
-    json_node_unref(root);
-    g_object_unref(gen);
-    g_object_unref(b);
-    return text;
+    return builder_text(b);
 }
 
 /* Which of the window's items an entry is: its index in SPECULATION_ITEMS
@@ -1260,9 +1274,6 @@ static void add_selected(JsonBuilder *b, const char *name, GtkWidget *dd) {
 
 static void drive_report(App *app, const char *event) {
     JsonBuilder *b;
-    JsonGenerator *gen;
-    JsonNode *root;
-    char *line;
     guint i;
     if (!app->drive)
         return;
@@ -1300,16 +1311,7 @@ static void drive_report(App *app, const char *event) {
     json_builder_set_member_name(b, "height");
     json_builder_add_int_value(b, gtk_widget_get_height(app->window));
     json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    gen = json_generator_new();
-    json_generator_set_root(gen, root);
-    line = json_generator_to_data(gen, NULL);
-    printf("%s\n", line);
-    fflush(stdout);
-    g_free(line);
-    json_node_unref(root);
-    g_object_unref(gen);
-    g_object_unref(b);
+    drive_print(b);
 }
 
 /* The rows of a drop-down's (or the menu button's) open list: what a person
@@ -1346,9 +1348,6 @@ static gboolean drive_rows_check(gpointer data) {
                                  GTK_DROP_DOWN(app->rows_dd)));
     GPtrArray *labels = g_ptr_array_new();
     JsonBuilder *b;
-    JsonGenerator *gen;
-    JsonNode *root;
-    char *line;
     guint i;
 
     if (popover != NULL && gtk_widget_get_mapped(popover))
@@ -1381,16 +1380,7 @@ static gboolean drive_rows_check(gpointer data) {
     }
     json_builder_end_array(b);
     json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    gen = json_generator_new();
-    json_generator_set_root(gen, root);
-    line = json_generator_to_data(gen, NULL);
-    printf("%s\n", line);
-    fflush(stdout);
-    g_free(line);
-    json_node_unref(root);
-    g_object_unref(gen);
-    g_object_unref(b);
+    drive_print(b);
     /* Click a row, as the row's own click handler does it. A drop-down's row:
      * select it (a no-op unless the row is selectable), then activate it (a
      * no-op unless it is activatable), which makes the drop-down take the
