@@ -771,6 +771,23 @@ examples:
 """
 
 
+def _add_temperature_and_blocker(command: argparse.ArgumentParser) -> None:
+    """The options `plan` and `choices` share: the ones a whole table holds
+    fixed while it varies speculation and the drafter."""
+    command.add_argument("--temperature", metavar="T",
+                         help="the sampling temperature, a number >= 0; absent means the "
+                              "open-time decision, which assumes greedy (option key "
+                              "temperature)")
+    blocker = command.add_mutually_exclusive_group()
+    blocker.add_argument("--engine-blocker", metavar="TEXT",
+                         help="the engine's own reason not to speculate, as a host that has "
+                              "opened the install would pass it (option key engineBlocker)")
+    blocker.add_argument("--no-engine-blocker", action="store_true",
+                         help="the engine reported no reason (engineBlocker null); without "
+                              "either flag the library previews the engine's blocker from "
+                              "the files")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="turbospark-ffi", formatter_class=_Formatter, epilog=_MAIN_EPILOG,
@@ -811,17 +828,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--speculative-drafter", dest="drafter", metavar="auto|mtp|dflash",
                       help="which drafter: auto (whichever the install carries; the "
                            "default), mtp or dflash (option key speculativeDrafter)")
-    plan.add_argument("--temperature", metavar="T",
-                      help="the sampling temperature, a number >= 0; absent means the "
-                           "open-time decision, which assumes greedy (option key temperature)")
-    blocker = plan.add_mutually_exclusive_group()
-    blocker.add_argument("--engine-blocker", metavar="TEXT",
-                         help="the engine's own reason not to speculate, as a host that has "
-                              "opened the install would pass it (option key engineBlocker)")
-    blocker.add_argument("--no-engine-blocker", action="store_true",
-                         help="the engine reported no reason (engineBlocker null); without "
-                              "either flag the library previews the engine's blocker from "
-                              "the files")
+    _add_temperature_and_blocker(plan)
     plan.add_argument("--json", action="store_true",
                       help="print exactly what tsffi_speculation_plan returns")
     plan.set_defaults(run=_cmd_plan)
@@ -830,18 +837,7 @@ def build_parser() -> argparse.ArgumentParser:
                              formatter_class=_Formatter, description=_CHOICES_DESCRIPTION,
                              epilog=_CHOICES_EPILOG)
     choices.add_argument("dir", metavar="DIR", help="the install directory")
-    choices.add_argument("--temperature", metavar="T",
-                         help="the sampling temperature, a number >= 0; absent means the "
-                              "open-time decision, which assumes greedy (option key "
-                              "temperature)")
-    choices_blocker = choices.add_mutually_exclusive_group()
-    choices_blocker.add_argument("--engine-blocker", metavar="TEXT",
-                                 help="the engine's own reason not to speculate (option key "
-                                      "engineBlocker)")
-    choices_blocker.add_argument("--no-engine-blocker", action="store_true",
-                                 help="the engine reported no reason (engineBlocker null); "
-                                      "without either flag the library previews the engine's "
-                                      "blocker from the files")
+    _add_temperature_and_blocker(choices)
     choices.add_argument("--json", action="store_true",
                          help="print exactly what tsffi_speculation_choices returns")
     # Every item varies these two: the options hold neither.
