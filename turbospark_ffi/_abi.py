@@ -250,10 +250,9 @@ def _resolve_drafter(model_dir: bytes, options: bytes):
 
     def compute() -> bytes:
         from .plan import choice_for_snapshot
-        from .wire import choice_to_dict
-        choice = choice_to_dict(choice_for_snapshot(snap, opts.drafter))
-        choice["modelDir"] = snap.model_dir
-        return _encode(choice)
+        from .wire import resolved_choice_to_dict
+        return _encode(resolved_choice_to_dict(choice_for_snapshot(snap, opts.drafter),
+                                               snap.model_dir))
     outcome = _memo(snap, ("drafter", options), compute)
     if keyable:
         _offer_to_c(_lib.TSFFI__FN_RESOLVE_DRAFTER, snap, model_dir, options, outcome)

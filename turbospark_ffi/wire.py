@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from .options import Options
 
-__all__ = ["choice_to_dict", "policies_to_dict", "speculation_to_dict", "plan_to_dict",
+__all__ = ["choice_to_dict", "resolved_choice_to_dict", "policies_to_dict", "speculation_to_dict", "plan_to_dict",
            "choices_to_dict", "STATUS_OK", "STATUS_REFUSED", "choice_from_json",
            "install_info_to_dict", "build_info_to_dict"]
 
@@ -25,6 +25,12 @@ def choice_to_dict(choice) -> dict:
             "installHasMtpHead": choice.install_has_mtp_head,
             "installHasDflash": choice.install_has_dflash,
             "note": choice.note}
+
+
+def resolved_choice_to_dict(choice, model_dir: str) -> dict:
+    """What `tsffi_resolve_drafter` returns: the choice and the directory read
+    (a plan nests the choice without it: the plan names it once)."""
+    return {**choice_to_dict(choice), "modelDir": model_dir}
 
 
 def _policy_to_dict(policy) -> dict:
