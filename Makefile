@@ -46,4 +46,4 @@ test: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash swift/run-tests.sh
 
 clean:
-	rm -rf build $(VENV) turbospark_ffi/libturbospark_ffi.so turbospark_ffi/include
+	rm -rf build $(VENV) turbospark_ffi/libtsffi.so turbospark_ffi/libtsffi.dylib turbospark_ffi/include

@@ -1,7 +1,7 @@
-"""Build libturbospark_ffi: include/turbospark_ffi.h + src/*.c + the
+"""Build libtsffi: include/tsffi.h + src/*.c + the
 Python package, through cffi's embedding mode.
 
-    python ffi_build.py            # builds turbospark_ffi/libturbospark_ffi.so in place
+    python ffi_build.py            # builds turbospark_ffi/libtsffi.so in place
 
 In a fixed order, as cffi's own embedding examples: declare (from the header,
 which is the one source of the signatures), init code, source, compile. The
@@ -19,7 +19,12 @@ import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-HEADER = ROOT / "include" / "turbospark_ffi.h"
+sys.path.insert(0, str(ROOT))
+# The package's own readers of the header's numbers and of the library's
+# file names: one source for the build, the bundle and the tests.
+from turbospark_ffi.native import (HEADER_NAME, LINK_NAME, header_constants,  # noqa: E402
+                                   library_name)
+HEADER = ROOT / "include" / HEADER_NAME
 # tsffi_embed.c: the runtime, the error slots and the warm cache; tsffi_index_scan.c:
 # the resident index's check 7 in one pass (resident_index.py's fast path).
 C_SOURCES = (ROOT / "src" / "tsffi_embed.c", ROOT / "src" / "tsffi_index_scan.c")
@@ -27,10 +32,6 @@ C_SOURCES = (ROOT / "src" / "tsffi_embed.c", ROOT / "src" / "tsffi_index_scan.c"
 # stale (tests/conftest.py, bench/run.py and swift/run-tests.sh ask this).
 LIBRARY_INPUTS = (HEADER, *C_SOURCES, ROOT / "ffi_build.py")
 PACKAGE = ROOT / "turbospark_ffi"
-sys.path.insert(0, str(ROOT))
-# The package's own readers of the header's numbers and of the library's
-# file name: one source for the build, the bundle and the tests.
-from turbospark_ffi.native import header_constants, library_name  # noqa: E402
 MODULE_NAME = "_turbospark_ffi_embedded"
 RPATH_ORIGIN = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
 
@@ -257,7 +258,7 @@ def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool
     tmpdir = tmpdir or ROOT / "build" / "cffi"
     tmpdir.mkdir(parents=True, exist_ok=True)
     ffi = make_ffi(tmpdir)
-    built = Path(ffi.compile(tmpdir=str(tmpdir), target="libturbospark_ffi.*",
+    built = Path(ffi.compile(tmpdir=str(tmpdir), target=f"lib{LINK_NAME}.*",
                              verbose=verbose))
     target = package_dir / library_filename()
     tmp_target = target.with_suffix(target.suffix + ".tmp")

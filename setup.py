@@ -1,4 +1,4 @@
-"""setuptools glue: build libturbospark_ffi into the package while building it.
+"""setuptools glue: build libtsffi into the package while building it.
 
 cffi's own `cffi_modules=` hook builds a Python extension module (no `lib`
 prefix, no libpython link), which is not what a native host links; so the

@@ -1,5 +1,5 @@
 /* Cold start: one process, exec to first answer. Built twice by bench/run.py
- * from this one source: linked to libturbospark_ffi (the real first plan),
+ * from this one source: linked to libtsffi (the real first plan),
  * and linked to bench's libtrivial (a cffi-embedded library whose
  * tsffi_speculation_plan does nothing: the floor of the design).
  *
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 int main(int argc, char **argv) {
     char *out = NULL;

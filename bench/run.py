@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The benchmark: libturbospark_ffi beside the native engine.
+"""The benchmark: libtsffi beside the native engine.
 
     python3 bench/run.py            # the full run (about two minutes on 2 cores)
     python3 bench/run.py --quick    # small repetition counts, for development
@@ -10,7 +10,7 @@
 
 It builds what it needs (the library if missing, through ffi_build.build();
 native_plan from bench/native_plan.c, the project's baseline copied from
-shared/bench; the C hosts bench/*.c, -O2 against include/turbospark_ffi.h; the
+shared/bench; the C hosts bench/*.c, -O2 against include/tsffi.h; the
 trivial cffi-embedded library of bench/trivial_build.py), writes installs in
 the engine's layout into bench/out/installs/ with
 turbospark_ffi.install_writer, and prints the table of the issue's seven rows,
@@ -50,7 +50,7 @@ OPTIONS = '{"speculativeDrafter":"auto","speculation":"auto"}'
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from turbospark_ffi.native import library_name  # noqa: E402
+from turbospark_ffi.native import LINK_NAME, library_name  # noqa: E402
 
 LIBRARY = PACKAGE / library_name()
 
@@ -129,7 +129,7 @@ def build_all(notes: list[str]) -> dict:
     flags = ["-O2", "-Wall", "-Wextra"]
     native = BIN / "native_plan"
     run_checked([cc, "-O2", "-o", str(native), str(BENCH / "native_plan.c")])
-    link = [f"-L{PACKAGE}", "-lturbospark_ffi", f"-Wl,-rpath,{PACKAGE}", "-lpthread"]
+    link = [f"-L{PACKAGE}", f"-l{LINK_NAME}", f"-Wl,-rpath,{PACKAGE}", "-lpthread"]
     run_checked([cc, *flags, f"-I{HEADER_DIR}", "-o", str(BIN / "tsffi_host"),
                  str(BENCH / "tsffi_host.c"), *link])
     run_checked([cc, *flags, f"-I{HEADER_DIR}", "-o", str(BIN / "cold_host"),

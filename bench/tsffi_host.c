@@ -1,6 +1,6 @@
-/* Benchmark host: calls libturbospark_ffi through its C ABI, as a GUI would,
+/* Benchmark host: calls libtsffi through its C ABI, as a GUI would,
  * and times the calls with CLOCK_MONOTONIC. Built -O2 by bench/run.py against
- * include/turbospark_ffi.h and the in-place library.
+ * include/tsffi.h and the in-place library.
  *
  *   tsffi_host warm   DIR N [OPTIONS]          N warm calls after a warm-up;
  *                                           prints "<ns per call>"
@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 static const char *DEFAULT_OPTIONS = "{\"speculativeDrafter\":\"auto\",\"speculation\":\"auto\"}";
 

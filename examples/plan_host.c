@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 static void print_last_error(const char *what, int32_t status) {
     size_t len = tsffi_last_error(NULL, 0);

@@ -1,4 +1,4 @@
-/* The C that only C can do: the public entry points of turbospark_ffi.h as
+/* The C that only C can do: the public entry points of tsffi.h as
  * thin wrappers around one Python dispatcher, plus what must work without
  * Python (the ABI version, the thread-local last error, freeing results) and
  * what must happen before Python exists (finding ourselves, pinning the
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 /* Dispatch ids: also declared to cffi (ffi_build.py), so Python reads the
  * same numbers. */
@@ -342,7 +342,7 @@ static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
 static int tsffi_threads_inside = 0; /* __atomic only */
 static int tsffi_forked_while_busy = 0;
 static const char tsffi_forked_message[] =
-    "this process was forked while another thread was inside libturbospark_ffi, so "
+    "this process was forked while another thread was inside libtsffi, so "
     "the embedded Python runtime it inherited may be locked by a thread that does not "
     "exist in this process: a forked child cannot use it. Make the call in the parent, "
     "or start the helper with exec (posix_spawn) so that it loads the library afresh "
@@ -430,7 +430,7 @@ static int tsffi_only_owner_writes(const char *path, unsigned *mode) {
 /* Where the interpreter's files are, decided from this library's own path.
  *
  * A relocatable bundle (turbospark-ffi bundle) puts the interpreter beside
- * the library: lib/libturbospark_ffi.so, python/ (home), python/lib/... , and
+ * the library: lib/libtsffi.so, python/ (home), python/lib/... , and
  * everything is found relative to the library. Otherwise the library lives
  * inside the installed package and uses the Python it was built with, at the
  * home baked in at build time: a GUI has no venv, PATH or PYTHONHOME to go
@@ -450,7 +450,7 @@ static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
     char probe[PATH_MAX];
     char up[PATH_MAX];
     memset(L, 0, sizeof *L);
-    /* Bundle: <root>/lib/libturbospark_ffi.so and <root>/python/. */
+    /* Bundle: <root>/lib/libtsffi.so and <root>/python/. */
     if (snprintf(up, sizeof up, "%s/..", lib_dir) >= (int)sizeof up)
         return -1;
     if (realpath(up, probe) != NULL) {
@@ -469,7 +469,7 @@ static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
             return 0; /* cffi's backend is bundled beside the package */
         }
     }
-    /* Installed package: <site-packages>/turbospark_ffi/libturbospark_ffi.so */
+    /* Installed package: <site-packages>/turbospark_ffi/libtsffi.so */
     if (snprintf(L->package_parent, sizeof L->package_parent, "%s", lib_dir) >=
         (int)sizeof L->package_parent)
         return -1;
@@ -628,7 +628,7 @@ static void tsffi_runtime_start(void) {
      * would make us look for our package beside IT. */
     if (dladdr((void *)&tsffi_runtime_start, &self) == 0 || self.dli_fname == NULL ||
         realpath(self.dli_fname, tsffi_library_path) == NULL) {
-        tsffi_runtime_fail("cannot locate libturbospark_ffi itself (dladdr/realpath failed)");
+        tsffi_runtime_fail("cannot locate libtsffi itself (dladdr/realpath failed)");
         return;
     }
     snprintf(lib_dir, sizeof lib_dir, "%s", tsffi_library_path);

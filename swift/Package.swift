@@ -1,8 +1,8 @@
 // swift-tools-version:6.0
 //
-// The Swift host of libturbospark_ffi. The C module finds the header and the
+// The Swift host of libtsffi. The C module finds the header and the
 // library the way any native host does: through pkg-config, from the
-// turbospark_ffi.pc that `turbospark-ffi config --pkg-config-dir DIR` (or
+// tsffi.pc that `turbospark-ffi config --pkg-config-dir DIR` (or
 // `python3 -m turbospark_ffi config --pkg-config-dir DIR`) writes, with DIR on
 // PKG_CONFIG_PATH. run-tests.sh does exactly that.
 import PackageDescription
@@ -14,12 +14,12 @@ let package = Package(
     ],
     targets: [
         // The C ABI as a Clang module: module.modulemap + a shim that includes
-        // <turbospark_ffi.h> from the -I pkg-config gives, and `link
-        // "turbospark_ffi"` so importing the module links the library.
+        // <tsffi.h> from the -I pkg-config gives, and `link
+        // "tsffi"` so importing the module links the library.
         .systemLibrary(
             name: "CTurboSparkFFI",
             path: "Sources/CTurboSparkFFI",
-            pkgConfig: "turbospark_ffi"
+            pkgConfig: "tsffi"
         ),
         .target(
             name: "TurboSparkFFI",

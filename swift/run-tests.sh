@@ -28,7 +28,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || fail "'$PYTHON' not found on PATH; it bu
 LIB="$ROOT/turbospark_ffi/$(cd "$ROOT" && "$PYTHON" -I -c \
     'import sys; sys.path.insert(0, "."); from turbospark_ffi.native import library_name; print(library_name())')" \
     || fail "cannot read the library's file name from turbospark_ffi/native.py"
-HEADER_COPY="$ROOT/turbospark_ffi/include/turbospark_ffi.h"
+HEADER_COPY="$ROOT/turbospark_ffi/include/$(cd "$ROOT" && "$PYTHON" -I -c 'import sys; sys.path.insert(0, "."); from turbospark_ffi.native import HEADER_NAME; print(HEADER_NAME)')"
 
 # 1. The library (and the header copy beside it), built in place when missing
 #    or older than its sources -- the same rule as tests/conftest.py.
@@ -44,7 +44,7 @@ else
 fi
 if [ "$needs_build" = 1 ]; then
     echo "swift/run-tests.sh: building the library: (cd $ROOT && $PYTHON ffi_build.py)"
-    (cd "$ROOT" && "$PYTHON" ffi_build.py) || fail "building libturbospark_ffi failed"
+    (cd "$ROOT" && "$PYTHON" ffi_build.py) || fail "building libtsffi failed"
 fi
 
 # 2. The pkg-config file, from the config command (paths into this tree).
@@ -55,8 +55,8 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 LIBDIR="$(cd "$ROOT" && "$PYTHON" -m turbospark_ffi config --libdir)"
 export PKG_CONFIG_PATH="$PC_DIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 if command -v pkg-config >/dev/null 2>&1; then
-    pkg-config --exists turbospark_ffi || fail "pkg-config cannot read $PC_DIR/turbospark_ffi.pc"
-    echo "swift/run-tests.sh: pkg-config turbospark_ffi: $(pkg-config --cflags --libs turbospark_ffi)"
+    pkg-config --exists tsffi || fail "pkg-config cannot read $PC_DIR/tsffi.pc"
+    echo "swift/run-tests.sh: pkg-config tsffi: $(pkg-config --cflags --libs tsffi)"
 fi
 
 # 3. The shared ABI case table (tests/abi_cases.py) as JSON, which the Swift

@@ -1018,5 +1018,5 @@ if __name__ == "__main__":
     _root = Path(__file__).resolve().parent.parent
     _target = Path(sys.argv[1])
     _target.parent.mkdir(parents=True, exist_ok=True)
-    _target.write_text(json.dumps(table_json(_root / "include" / "turbospark_ffi.h"),
+    _target.write_text(json.dumps(table_json(_root / "include" / "tsffi.h"),
                                   ensure_ascii=False, indent=1) + "\n")

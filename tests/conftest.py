@@ -1,7 +1,7 @@
 """Shared fixtures: the built library, the header's status codes, a C host
 compiler, and installs written in the engine's layout.
 
-The library is built in place (turbospark_ffi/libturbospark_ffi.so) from the
+The library is built in place (turbospark_ffi/libtsffi.so) from the
 working tree when it is missing or older than its sources, so the tests always
 exercise the code beside them.
 """
@@ -21,8 +21,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-HEADER = ROOT / "include" / "turbospark_ffi.h"
-from turbospark_ffi.native import library_name  # noqa: E402
+from turbospark_ffi.native import HEADER_NAME, LINK_NAME, library_name  # noqa: E402
+
+HEADER = ROOT / "include" / HEADER_NAME
 
 LIBRARY = ROOT / "turbospark_ffi" / library_name()
 
@@ -70,7 +71,7 @@ def compile_c_host(source: str | Path, out: Path, *, extra: list[str] | None = N
         src = Path(source)
     cmd = [compiler, *C_FLAGS, f"-I{HEADER.parent}", "-o", str(out), str(src)]
     if link_library:
-        cmd += [f"-L{LIBRARY.parent}", "-lturbospark_ffi", f"-Wl,-rpath,{LIBRARY.parent}"]
+        cmd += [f"-L{LIBRARY.parent}", f"-l{LINK_NAME}", f"-Wl,-rpath,{LIBRARY.parent}"]
     cmd += ["-lpthread", "-ldl"] + (extra or [])
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:

@@ -45,7 +45,7 @@ HOST_C = r"""
 #include <unistd.h>
 #include <fcntl.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 const char *interpose_log(size_t *len);
 
@@ -338,7 +338,7 @@ def _inside(path: str, root: Path) -> bool:
 def _pkg_config(bundle: Path) -> list[str]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "PKG_CONFIG_PATH": str(bundle / "lib" / "pkgconfig")}
-    proc = subprocess.run(["pkg-config", "--cflags", "--libs", "turbospark_ffi"],
+    proc = subprocess.run(["pkg-config", "--cflags", "--libs", "tsffi"],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
@@ -385,7 +385,7 @@ def oracle_run(built, installs):
     _, _, _, base = built
     lib = LIBRARY.parent
     host = _compile_host(base / "oracle" / "host",
-                         [f"-I{ROOT / 'include'}", f"-L{lib}", "-lturbospark_ffi",
+                         [f"-I{ROOT / 'include'}", f"-L{lib}", "-ltsffi",
                           f"-Wl,-rpath,{lib}"])
     return _run_host(host, base / "oracle", *installs)
 
@@ -395,8 +395,8 @@ def oracle_run(built, installs):
 
 def test_bundle_layout(built):
     moved, info, _, _ = built
-    for rel in ("lib/libturbospark_ffi.so", "lib/libpython3.11.so.1.0", "include/turbospark_ffi.h",
-                "module.modulemap", "lib/pkgconfig/turbospark_ffi.pc",
+    for rel in ("lib/libtsffi.so", "lib/libpython3.11.so.1.0", "include/tsffi.h",
+                "module.modulemap", "lib/pkgconfig/tsffi.pc",
                 "python/turbospark_bundle.txt", "python/python311.zip",
                 "python/lib/python3.11/lib-dynload",
                 "python/site-packages/turbospark_ffi/_abi.py",
@@ -404,14 +404,14 @@ def test_bundle_layout(built):
         assert (moved / rel).exists(), rel
     assert list((moved / "python" / "site-packages").glob("_cffi_backend*.so"))
     # The library lives in lib/ only; the package beside it carries no copy.
-    assert not list((moved / "python").rglob("libturbospark_ffi*"))
-    assert (moved / "include" / "turbospark_ffi.h").read_bytes() == \
-        (ROOT / "include" / "turbospark_ffi.h").read_bytes()
+    assert not list((moved / "python").rglob("libtsffi*"))
+    assert (moved / "include" / "tsffi.h").read_bytes() == \
+        (ROOT / "include" / "tsffi.h").read_bytes()
     modulemap = (moved / "module.modulemap").read_text()
     assert "module CTurboSparkFFI {" in modulemap
-    assert 'header "include/turbospark_ffi.h"' in modulemap
-    assert 'link "turbospark_ffi"' in modulemap and "export *" in modulemap
-    pc = (moved / "lib" / "pkgconfig" / "turbospark_ffi.pc").read_text()
+    assert 'header "include/tsffi.h"' in modulemap
+    assert 'link "tsffi"' in modulemap and "export *" in modulemap
+    pc = (moved / "lib" / "pkgconfig" / "tsffi.pc").read_text()
     assert pc.startswith("prefix=${pcfiledir}/../..\n")
     assert "libdir=${prefix}/lib" in pc and "includedir=${prefix}/include" in pc
 
@@ -463,7 +463,7 @@ def test_every_elf_rpath_is_origin(built):
 
 def test_library_runpath_is_exactly_origin(built):
     moved, _, _, _ = built
-    for name in ("libturbospark_ffi.so", "libpython3.11.so.1.0"):
+    for name in ("libtsffi.so", "libpython3.11.so.1.0"):
         out = subprocess.run(["readelf", "-d", str(moved / "lib" / name)], capture_output=True,
                              text=True, check=True).stdout
         runpaths = [line.split("Library runpath:")[1].strip()
@@ -471,7 +471,7 @@ def test_library_runpath_is_exactly_origin(built):
         assert runpaths == ["[$ORIGIN]"], (name, out)
         assert "(RPATH)" not in out
     assert "libpython3.11.so.1.0" in bundle_mod.elf_dynamic(
-        moved / "lib" / "libturbospark_ffi.so")["needed"]
+        moved / "lib" / "libtsffi.so")["needed"]
 
 
 def test_nothing_names_the_build_machine(built):
@@ -543,7 +543,7 @@ def test_build_info_paths_lie_inside_the_moved_bundle(host_run, built):
     assert status == CODES["TSFFI_OK"], text
     info = json.loads(text)
     assert info["ownsInterpreter"] is True
-    assert info["library"] == str(moved / "lib" / "libturbospark_ffi.so")
+    assert info["library"] == str(moved / "lib" / "libtsffi.so")
     assert info["package"] == str(moved / "python" / "site-packages" / "turbospark_ffi")
     assert info["pythonHome"] == str(moved / "python")
     assert info["sysPath"] == [str(moved / "python" / "site-packages"),
@@ -561,7 +561,7 @@ def test_host_maps_only_the_bundles_python(host_run, built):
     maps = host_run["maps"]
     libpython = [m for m in maps if "libpython" in m]
     backend = [m for m in maps if "_cffi_backend" in m]
-    ours = [m for m in maps if "libturbospark_ffi" in m]
+    ours = [m for m in maps if "libtsffi" in m]
     assert libpython and backend and ours, maps
     for path in libpython + backend + ours:
         assert _inside(path, moved), path
@@ -630,7 +630,7 @@ def test_app_folder_moves_after_linking(built, installs, tmp_path):
     shutil.copytree(moved, app / "Frameworks" / "turbospark", symlinks=True)
     _compile_host(app / "bin" / "host",
                   [f"-I{app / 'Frameworks' / 'turbospark' / 'include'}",
-                   f"-L{app / 'Frameworks' / 'turbospark' / 'lib'}", "-lturbospark_ffi",
+                   f"-L{app / 'Frameworks' / 'turbospark' / 'lib'}", "-ltsffi",
                    "-Wl,-rpath,$ORIGIN/../Frameworks/turbospark/lib"])
     shipped = tmp_path / "Applications" / "My App"
     shipped.parent.mkdir()

@@ -1,5 +1,5 @@
 """The C ABI out of process: small C hosts (tests/c/*.c) compiled with the
-system compiler against include/turbospark_ffi.h, run as fresh processes, their
+system compiler against include/tsffi.h, run as fresh processes, their
 stdout compared exactly and their stderr required empty.
 
 The cases come from tests/abi_cases.py, the same table the in-process ctypes
@@ -359,7 +359,7 @@ def runtime_runs(tmp_path_factory, lonely_library, hosts, installs):
     path.write_text("\n".join(abi_cases.call_lines(calls)) + "\n")
     linked = compile_c_host(C_DIR / "case_host.c", hosts.root / "case_host_lonely",
                             link_library=False,
-                            extra=[f"-L{lonely_library.parent}", "-lturbospark_ffi",
+                            extra=[f"-L{lonely_library.parent}", "-ltsffi",
                                    f"-Wl,-rpath,{lonely_library.parent}"])
     ldd = run(["ldd", linked]).stdout.decode()
     assert str(lonely_library) in ldd, ldd  # the host really loads the lonely copy
@@ -422,7 +422,7 @@ def test_header_compiles_clean_as_cxx11_pedantic(tmp_path):
     exe = tmp_path / "header_both_cxx"
     cmd = ["g++", "-x", "c++", "-std=c++11", "-Wall", "-Wextra", "-Werror", "-pedantic",
            f"-I{HEADER.parent}", "-o", exe, C_DIR / "header_both.c", "-x", "none",
-           f"-L{LIBRARY.parent}", "-lturbospark_ffi", f"-Wl,-rpath,{LIBRARY.parent}"]
+           f"-L{LIBRARY.parent}", "-ltsffi", f"-Wl,-rpath,{LIBRARY.parent}"]
     compiled = run(cmd)
     assert compiled.returncode == 0, compiled.stderr.decode()
     assert compiled.stderr == b""
@@ -438,7 +438,7 @@ def test_header_compiles_clean_with_clang_c99_pedantic(tmp_path):
     assert clang is not None, "clang (the Swift toolchain's) is needed on PATH"
     exe = tmp_path / "header_both_clang"
     compiled = run([clang, *C_FLAGS, f"-I{HEADER.parent}", "-o", exe, C_DIR / "header_both.c",
-                    f"-L{LIBRARY.parent}", "-lturbospark_ffi", f"-Wl,-rpath,{LIBRARY.parent}"])
+                    f"-L{LIBRARY.parent}", "-ltsffi", f"-Wl,-rpath,{LIBRARY.parent}"])
     assert compiled.returncode == 0 and compiled.stderr == b"", compiled.stderr.decode()[:700]
     result = run([exe])
     assert stdout_lines(result) == ["language C"] + HEADER_BOTH_LINES
@@ -460,7 +460,7 @@ def test_installed_package_config_flags_build_a_working_host(tmp_path):
     dirs = run([sys.executable, "-m", "turbospark_ffi", "config", "--includedir", "--libdir"],
                cwd=ROOT)
     includedir, libdir = dirs.stdout.decode().split()
-    assert (Path(includedir) / "turbospark_ffi.h").read_bytes() == HEADER.read_bytes()
+    assert (Path(includedir) / "tsffi.h").read_bytes() == HEADER.read_bytes()
     assert os.path.realpath(Path(libdir) / LIBRARY.name) == os.path.realpath(LIBRARY)
     exe = tmp_path / "config_host"
     compiled = run(["cc", *C_FLAGS, "-o", exe, C_DIR / "header_both.c", *flags])

@@ -972,8 +972,8 @@ def test_config_samples_is_the_shipped_samples_directory():
 def test_config_pkg_config_dir(tmp_path):
     from turbospark_ffi import native
     r = run("config", "--pkg-config-dir", tmp_path / "pc")
-    assert r.stdout == f"{tmp_path / 'pc' / 'turbospark_ffi.pc'}\n"
-    assert (tmp_path / "pc" / "turbospark_ffi.pc").read_text() == native.pkg_config()
+    assert r.stdout == f"{tmp_path / 'pc' / 'tsffi.pc'}\n"
+    assert (tmp_path / "pc" / "tsffi.pc").read_text() == native.pkg_config()
 
 
 def test_console_script_entry_point(installs):

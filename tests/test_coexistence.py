@@ -83,11 +83,11 @@ def engine_first_linked(work, standin, cases) -> list:
     host = compile_c_host(
         C_DIR / "case_host.c", work / "host_engine_linked_first", link_library=False,
         extra=["-DTSFFI_HOST_ENGINE_PROBE", "-Wl,--no-as-needed", f"-L{standin.parent}", "-lturbospark",
-               f"-L{LIBRARY.parent}", "-lturbospark_ffi",
+               f"-L{LIBRARY.parent}", "-ltsffi",
                f"-Wl,-rpath,{standin.parent}:{LIBRARY.parent}"])
     needed = re.findall(r"NEEDED.*\[(.+)\]", run(["readelf", "-d", host]).stdout.decode())
     # The point of this host: the engine comes first in its search order.
-    assert needed.index("libturbospark.so") < needed.index("libturbospark_ffi.so"), needed
+    assert needed.index("libturbospark.so") < needed.index("libtsffi.so"), needed
     return [host, cases]
 
 
@@ -167,9 +167,9 @@ def test_no_relocation_resolves_an_own_function_through_the_process(library_path
 
 HEADERS_TOGETHER = r"""
 #include <turbospark.h>
-#include <turbospark_ffi.h>
+#include <tsffi.h>
 #include <turbospark.h>
-#include <turbospark_ffi.h>
+#include <tsffi.h>
 
 int both(void);
 int both(void) {

@@ -63,7 +63,7 @@ class Drivers:
                 compile_c_host(source, out, link_library=False, extra=["-DTSFFI_HOST_DLOPEN"])
             elif library_dir is not None:
                 compile_c_host(source, out, link_library=False,
-                               extra=[f"-L{library_dir}", "-lturbospark_ffi",
+                               extra=[f"-L{library_dir}", "-ltsffi",
                                       f"-Wl,-rpath,{library_dir}"])
             else:
                 compile_c_host(source, out)

@@ -11,7 +11,7 @@
 * A leak check: the same host under valgrind --leak-check=full (fewer calls).
   A "definitely lost" block counts against the library when its allocation
   stack holds the library's own code (a tsffi_* / tsffi_* frame, or any frame in
-  libturbospark_ffi.so) -- EXCEPT blocks that CPython or cffi allocate while
+  libtsffi.so) -- EXCEPT blocks that CPython or cffi allocate while
   the interpreter starts: stacks through tsffi_runtime_start (run once, under
   pthread_once, by the first call) whose allocating frame is not in the
   library. Those are the interpreter's start-up state, which lives for the
@@ -122,7 +122,7 @@ def definite_losses(log: str) -> list[tuple[int, list[tuple[str, str]]]]:
 def _in_library(frame: tuple[str, str]) -> bool:
     function, where = frame
     return (re.match(r"_?tsffi_", function) is not None
-            or "libturbospark_ffi" in where or "tsffi_embed.c" in where
+            or "libtsffi" in where or "tsffi_embed.c" in where
             or "_turbospark_ffi_embedded" in where)
 
 

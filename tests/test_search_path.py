@@ -27,7 +27,7 @@ TIMEOUT = 900
 
 BUILD_INFO_HOST = r"""
 #include <stdio.h>
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 int main(void) {
     char *out = NULL;
     char message[2048];
@@ -49,7 +49,7 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
 
 def build_info(installed_lib_dir: Path, tmp_path: Path) -> tuple[int, str]:
     host = compile_c_host(BUILD_INFO_HOST, tmp_path / "info_host", link_library=False,
-                          extra=[f"-L{installed_lib_dir}", "-lturbospark_ffi",
+                          extra=[f"-L{installed_lib_dir}", "-ltsffi",
                                  f"-Wl,-rpath,{installed_lib_dir}"])
     out = run(["env", "-i", host], cwd="/").stdout.split("\n", 1)
     return int(out[0]), out[1].strip()

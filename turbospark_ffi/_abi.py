@@ -1,4 +1,4 @@
-"""The Python behind include/turbospark_ffi.h: decode the C arguments, call the
+"""The Python behind include/tsffi.h: decode the C arguments, call the
 policy, encode the result, map errors to status codes. Nothing else.
 
 Only this module (with the init code in ffi_build.py) touches cffi objects:

@@ -20,7 +20,7 @@ HOW `--json` STAYS BYTE-IDENTICAL TO THE C ABI: it calls the very functions
 `tsffi_install_info_json` (`parse_options` on the same options object,
 `plan_for_snapshot`, `plan_to_dict`, `choices_for_snapshot`,
 `choices_to_dict`, `install_info`, `wire.dumps`), rather than loading
-libturbospark_ffi.so with ctypes. Loading the library would start a second
+libtsffi.so with ctypes. Loading the library would start a second
 copy of the policy behind a C boundary for no new answer, fail wherever the
 library is not built (a source checkout, a platform without a wheel), and
 cost its embedded start-up on every command; the shared functions give the
@@ -206,7 +206,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
     if args.pkg_config_dir:
         import os
         os.makedirs(args.pkg_config_dir, exist_ok=True)
-        path = os.path.join(args.pkg_config_dir, "turbospark_ffi.pc")
+        path = os.path.join(args.pkg_config_dir, f"{native.PKG_CONFIG_NAME}.pc")
         with open(path, "w") as f:
             f.write(native.pkg_config())
         parts.append(path)
@@ -806,7 +806,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--samples", action="store_true",
                         help="the directory of the four sample installs shipped with the package")
     config.add_argument("--pkg-config-dir", metavar="DIR",
-                        help="write turbospark_ffi.pc into DIR and print its path")
+                        help="write tsffi.pc into DIR and print its path")
     config.set_defaults(run=_cmd_config)
 
     inspect = sub.add_parser("inspect", help="what an install's files say",
@@ -875,7 +875,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bundle", formatter_class=_Formatter,
         help="write a relocatable folder: the library, the Python it needs, header, module "
              "map, pkg-config file",
-        description="Write a relocatable folder holding libturbospark_ffi, its header, module "
+        description="Write a relocatable folder holding libtsffi, its header, module "
                     "map and pkg-config file, and the Python it embeds (only what it imports), "
                     "for an application to ship. Run it with the Python the library was built "
                     "with.")

@@ -6,8 +6,16 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["package_dir", "include_dir", "library_name", "library_path", "cflags", "libs",
-           "pkg_config", "header_constants"]
+__all__ = ["LINK_NAME", "HEADER_NAME", "PKG_CONFIG_NAME", "package_dir", "include_dir",
+           "library_name", "library_path", "cflags", "libs", "pkg_config", "header_constants"]
+
+# The one source of the library's file names. The prefix of every exported
+# name is the file name, as libsqlite3 goes with sqlite3_: the engine's own
+# C-ABI library is libturbospark_ffi.a (docs/ENGINE.md), and an app that
+# links both must be able to say -lturbospark_ffi -ltsffi in either order.
+LINK_NAME = "tsffi"
+HEADER_NAME = f"{LINK_NAME}.h"
+PKG_CONFIG_NAME = LINK_NAME
 
 
 def package_dir() -> str:
@@ -19,7 +27,8 @@ def include_dir() -> str:
 
 
 def library_name() -> str:
-    return "libturbospark_ffi.dylib" if sys.platform == "darwin" else "libturbospark_ffi.so"
+    suffix = ".dylib" if sys.platform == "darwin" else ".so"
+    return f"lib{LINK_NAME}{suffix}"
 
 
 def library_path() -> str:
@@ -33,11 +42,11 @@ def cflags() -> str:
 def libs() -> str:
     # The rpath lets the host find the library where the package lives
     # without LD_LIBRARY_PATH; the library finds libpython by its own rpath.
-    return f"-L{package_dir()} -lturbospark_ffi -Wl,-rpath,{package_dir()}"
+    return f"-L{package_dir()} -l{LINK_NAME} -Wl,-rpath,{package_dir()}"
 
 
 def pkg_config(prefix: str | None = None) -> str:
-    """A turbospark_ffi.pc. With `prefix`, paths are relative to it (a bundle
+    """A tsffi.pc. With `prefix`, paths are relative to it (a bundle
     sets `prefix=${pcfiledir}/..`); without, they point into this package."""
     from . import __version__
     if prefix is None:
@@ -46,11 +55,11 @@ def pkg_config(prefix: str | None = None) -> str:
         head = f"prefix={prefix}\n"
         libdir, includedir = "${prefix}/lib", "${prefix}/include"
     return (f"{head}libdir={libdir}\nincludedir={includedir}\n\n"
-            "Name: turbospark_ffi\n"
+            f"Name: {PKG_CONFIG_NAME}\n"
             "Description: the turbospark-runtime speculation policy as a C ABI\n"
             f"Version: {__version__}\n"
             "Cflags: -I${includedir}\n"
-            "Libs: -L${libdir} -lturbospark_ffi -Wl,-rpath,${libdir}\n")
+            "Libs: -L${libdir} -l" + LINK_NAME + " -Wl,-rpath,${libdir}\n")
 
 
 def header_constants(text: str) -> dict[str, int]:

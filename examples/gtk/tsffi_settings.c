@@ -1,4 +1,4 @@
-/* tsffi-settings: a GTK 4 settings window over libturbospark_ffi.
+/* tsffi-settings: a GTK 4 settings window over libtsffi.
  *
  * A reference for GUI developers. The window lets a person pick a model (a
  * folder, or a name recorded in the model store), choose "Speculation" and
@@ -62,7 +62,7 @@
 
 /* Only for the TSFFI_ constants and to type-check the pointers below: the
  * functions themselves come from dlsym(), so nothing here links the library. */
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 /* ------------------------------------------------------------------------ */
 /* The items the engine app offers. The option value each one sends is the
@@ -125,7 +125,7 @@ static char *find_library(const char *explicit_path, char **error) {
         if (g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
                          &wait_status, &spawn_error) &&
             g_spawn_check_wait_status(wait_status, NULL)) {
-            char *path = g_build_filename(g_strstrip(out), "libturbospark_ffi.so", NULL);
+            char *path = g_build_filename(g_strstrip(out), "libtsffi.so", NULL);
             g_free(out);
             g_free(err);
             g_string_free(tried, TRUE);
@@ -138,7 +138,7 @@ static char *find_library(const char *explicit_path, char **error) {
         g_free(out);
         g_free(err);
     }
-    *error = g_strdup_printf("libturbospark_ffi was not found: pass --library PATH, set "
+    *error = g_strdup_printf("libtsffi was not found: pass --library PATH, set "
                              "TSFFI_LIBRARY, or install the turbospark_ffi package. Tried:%s",
                              tried->str);
     g_string_free(tried, TRUE);
@@ -231,7 +231,7 @@ static Loaded *load_library(const char *explicit_path) {
         if (json_parser_load_from_data(parser, info, -1, NULL)) {
             JsonObject *o = json_node_get_object(json_parser_get_root(parser));
             loaded->summary = g_strdup_printf(
-                "libturbospark_ffi %s (ABI %u, Python %s)",
+                "libtsffi %s (ABI %u, Python %s)",
                 json_object_get_string_member_with_default(o, "version", "?"),
                 lib->abi_version(), json_object_get_string_member_with_default(o, "python", "?"));
         }
@@ -1055,7 +1055,7 @@ static void on_loaded(GObject *source, GAsyncResult *result, gpointer data) {
         /* The library's (or the loader's) own words, and a window that stays
          * up to show them. */
         char *where = g_strdup_printf("%s: cannot be used", loaded->path ? loaded->path
-                                                                           : "libturbospark_ffi");
+                                                                           : "libtsffi");
         gtk_label_set_text(GTK_LABEL(app->library_value), where);
         set_preview(app, "-", "-", "-", "Library error", loaded->error);
         gtk_widget_set_sensitive(app->model_entry, FALSE);
@@ -1193,7 +1193,7 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     gtk_grid_attach(GTK_GRID(grid), app->library_value, 1, 9, 1, 1);
     gtk_window_set_child(GTK_WINDOW(app->window), grid);
 
-    set_preview(app, "-", "-", "-", "", "Loading libturbospark_ffi…");
+    set_preview(app, "-", "-", "-", "", "Loading libtsffi…");
     gtk_label_set_text(GTK_LABEL(app->library_value), "loading…");
     if (app->model_arg != NULL)
         gtk_editable_set_text(GTK_EDITABLE(app->model_entry), app->model_arg);
@@ -1503,7 +1503,7 @@ int main(int argc, char **argv) {
     GError *error = NULL;
     GOptionEntry entries[] = {
         {"library", 0, 0, G_OPTION_ARG_FILENAME, &app.library_arg,
-         "the libturbospark_ffi to load (default: $TSFFI_LIBRARY, else the installed package's)",
+         "the libtsffi to load (default: $TSFFI_LIBRARY, else the installed package's)",
          "PATH"},
         {"model", 0, 0, G_OPTION_ARG_FILENAME, &app.model_arg,
          "the model to open: a folder or an installed alias", "DIR|NAME"},

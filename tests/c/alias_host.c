@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 static void answer(const char *fn, int32_t status, char *out) {
     char err[8192];

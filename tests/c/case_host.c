@@ -3,8 +3,8 @@
  * addresses or the environment, so the output of two runs, or of a linked and
  * a dlopen()ed run, is byte-identical.
  *
- * Build (linked):   cc ... case_host.c -lturbospark_ffi
- * Build (dlopen):   cc ... -DTSFFI_HOST_DLOPEN case_host.c -ldl   (no -lturbospark_ffi)
+ * Build (linked):   cc ... case_host.c -ltsffi
+ * Build (dlopen):   cc ... -DTSFFI_HOST_DLOPEN case_host.c -ldl   (no -ltsffi)
  * Run:              case_host CASEFILE [LIBRARY_PATH]   (LIBRARY_PATH with dlopen only)
  * With -DTSFFI_HOST_ENGINE_PROBE (tests/test_coexistence.py): the process
  * also holds a stand-in of the engine's library; the host calls its

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 #define OPTIONS "{\"speculativeDrafter\": \"dflash\", \"speculation\": 2}"
 
@@ -52,7 +52,7 @@ static void child(void) {
     if (status == TSFFI_OK && out != NULL && strncmp(out, expected, expected_prefix) == 0)
         _exit(0);
     if (status == TSFFI_ERR_RUNTIME && out == NULL &&
-        strstr(msg, "forked while another thread was inside libturbospark_ffi") != NULL)
+        strstr(msg, "forked while another thread was inside libtsffi") != NULL)
         _exit(1);
     _exit(2);
 }

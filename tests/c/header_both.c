@@ -3,8 +3,8 @@
  * own stdint.h/stddef.h), twice (the include guard), and every function is
  * called, so C++ linking proves the extern "C" block.
  */
-#include "turbospark_ffi.h"
-#include "turbospark_ffi.h"
+#include "tsffi.h"
+#include "tsffi.h"
 
 #include <stdio.h>
 

@@ -1,4 +1,4 @@
-/* Exports two of libturbospark_ffi's OWN names, as any library loaded before
+/* Exports two of libtsffi's OWN names, as any library loaded before
  * it could (tests/test_coexistence.py, LD_PRELOAD). tsffi_last_error always
  * says "no error" and tsffi_abi_version a number the library never has: if
  * the library's internal calls went through its exported names, its refusals

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 #define REFUSE_SAMPLED "{\"speculativeDrafter\": \"dflash\", \"temperature\": 0.7, \"speculation\": 2}"
 #define NOT_JSON "{"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 #define THREADS 16
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 #define LAST_SIGNAL 31
 

@@ -2,7 +2,7 @@
  * rel_common.c) through the C ABI, one record per call, each followed by a
  * canary call that proves the library still answers.
  *
- * Build linked:  cc ... abi_host.c -lturbospark_ffi
+ * Build linked:  cc ... abi_host.c -ltsffi
  * Build dlopen:  cc ... -DTSFFI_HOST_DLOPEN abi_host.c -ldl   (RTLD_LOCAL)
  * Run:           abi_host [-n] SCRIPT [LIBRARY_PATH]        (-n: no canary)
  *

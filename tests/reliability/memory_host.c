@@ -4,7 +4,7 @@
  * makes calls of its own (so its last-error buffer and its Python thread
  * state exist) and joins it.
  *
- * Build: cc ... memory_host.c -lturbospark_ffi -lpthread
+ * Build: cc ... memory_host.c -ltsffi -lpthread
  * Run:   memory_host [-k] SCRIPT TOTAL_CALLS THREAD_EVERY CHECKPOINT...
  *        -k: keep every result (never call tsffi_string_free): a leak made on
  *        purpose, the positive control of the leak check.

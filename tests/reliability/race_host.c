@@ -2,7 +2,7 @@
  * runtime must start exactly once), each with its own function and inputs,
  * good and bad, and each reads its own last error right after its call.
  *
- * Build: cc ... race_host.c -lturbospark_ffi -lpthread
+ * Build: cc ... race_host.c -ltsffi -lpthread
  * Run:   race_host [-s] MTP_DIR DFLASH_DIR
  *        -s: the same 32 calls one after another on the main thread (the
  *        single-threaded answers the racing runs must reproduce exactly).

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "turbospark_ffi.h"
+#include "tsffi.h"
 
 #ifdef TSFFI_HOST_DLOPEN
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
 /* Many threads, many mixed calls: every answer must be the single-threaded
  * one, and every thread's last error its own.
  *
- * Build: cc ... stress_host.c -lturbospark_ffi -lpthread
+ * Build: cc ... stress_host.c -ltsffi -lpthread
  * Run:   stress_host SCRIPT THREADS CALLS_PER_THREAD
  *
  * The main thread first makes every call of SCRIPT once, alone, and keeps

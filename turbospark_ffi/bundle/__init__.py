@@ -3,11 +3,11 @@ and everything it needs at run time, so a GUI ships it inside the application
 without asking its users to install Python.
 
     OUT_DIR/
-      include/turbospark_ffi.h
+      include/tsffi.h
       module.modulemap                  module CTurboSparkFFI (Swift/Clang)
-      lib/libturbospark_ffi.so          RUNPATH $ORIGIN
+      lib/libtsffi.so          RUNPATH $ORIGIN
       lib/libpython3.11.so.1.0          RUNPATH $ORIGIN
-      lib/pkgconfig/turbospark_ffi.pc   prefix=${pcfiledir}/../..
+      lib/pkgconfig/tsffi.pc   prefix=${pcfiledir}/../..
       python/                           the embedded interpreter's home
         turbospark_bundle.txt           the marker the library looks for
         python311.zip                   only the standard library it imports

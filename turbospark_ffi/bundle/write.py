@@ -159,12 +159,13 @@ def _check_dependencies(root: Path, sources: dict[Path, Path], info: BundleInfo)
 def _package_sources(package: Path) -> list[Path]:
     """Every file of the package but build products: the library (it is in
     lib/), the header copy (in include/), compiled files."""
+    from .. import native
     out = []
     for path in sorted(package.rglob("*")):
         rel = path.relative_to(package)
         if not path.is_file() or "__pycache__" in rel.parts or rel.parts[0] == "include":
             continue
-        if path.name.startswith("libturbospark_ffi") or \
+        if path.name.startswith(f"lib{native.LINK_NAME}") or \
                 path.suffix in (".pyc", ".so", ".dylib", ".tmp", ".o"):
             continue
         out.append(path)
@@ -193,13 +194,13 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False,
                           "names and code signing; see the README)")
     package = Path(native.package_dir())
     library = Path(native.library_path())
-    header = Path(native.include_dir()) / "turbospark_ffi.h"
+    header = Path(native.include_dir()) / native.HEADER_NAME
     if not library.is_file():
         raise BundleError(f"the library is not built ({library}); run: python ffi_build.py")
     if not header.is_file():
-        header = package.parent / "include" / "turbospark_ffi.h"
+        header = package.parent / "include" / native.HEADER_NAME
         if not header.is_file():
-            raise BundleError(f"the header turbospark_ffi.h is not in {native.include_dir()}")
+            raise BundleError(f"the header {native.HEADER_NAME} is not in {native.include_dir()}")
     libdir = Path(sysconfig.get_config_var("LIBDIR") or "")
     soname = sysconfig.get_config_var("INSTSONAME") or ""
     libpython = libdir / soname
@@ -405,14 +406,14 @@ def _write_c_side(layout: _Layout, sources: _Sources, info: BundleInfo) -> None:
     """5. The C side: header, module map, pkg-config, marker."""
     from .. import __version__, native
     root = layout.root
-    shutil.copyfile(sources.header, root / "include" / "turbospark_ffi.h")
+    shutil.copyfile(sources.header, root / "include" / native.HEADER_NAME)
     (root / "module.modulemap").write_text(
         f"module {MODULE_NAME} {{\n"
-        '    header "include/turbospark_ffi.h"\n'
-        '    link "turbospark_ffi"\n'
+        f'    header "include/{native.HEADER_NAME}"\n'
+        f'    link "{native.LINK_NAME}"\n'
         "    export *\n"
         "}\n")
-    (root / "lib" / "pkgconfig" / "turbospark_ffi.pc").write_text(
+    (root / "lib" / "pkgconfig" / f"{native.PKG_CONFIG_NAME}.pc").write_text(
         native.pkg_config(prefix="${pcfiledir}/../.."))
     abi = header_constants(sources.header).get("TSFFI_ABI_VERSION")
     (layout.home / MARKER).write_text(

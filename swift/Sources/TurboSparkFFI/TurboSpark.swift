@@ -1,7 +1,7 @@
 import CTurboSparkFFI
 import Foundation
 
-/// The C ABI of libturbospark_ffi, called from Swift.
+/// The C ABI of libtsffi, called from Swift.
 ///
 /// Every function here is synchronous and may be called from any thread or
 /// task, concurrently; ``TurboSpark/Background`` has each one as `async`,

@@ -1,7 +1,7 @@
 /* A stand-in for the engine's library (tests only): every function the
  * engine exports, each returning TS_STANDIN_STATUS and leaving its own
  * recognisable last error ("stand-in engine: <function>"), kept per thread
- * like the engine's. Loaded before libturbospark_ffi, it is what a GUI
+ * like the engine's. Loaded before libtsffi, it is what a GUI
  * process holds: if any of this library's calls reached one of these, or
  * this library's errors reached the engine's ts_last_error, a test sees it. */
 #include <stdio.h>

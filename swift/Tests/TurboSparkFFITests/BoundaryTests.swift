@@ -36,7 +36,7 @@ import TurboSparkFFI
         let info = try TurboSpark.buildInfo()
         #expect(info.abiVersion == TurboSpark.abiVersion)
         #expect(!info.version.isEmpty)
-        #expect(info.library.hasSuffix("/libturbospark_ffi.so") || info.library.hasSuffix("/libturbospark_ffi.dylib"))
+        #expect(info.library.hasSuffix("/libtsffi.so") || info.library.hasSuffix("/libtsffi.dylib"))
         // A Swift process has no Python of its own: the library owns its interpreter.
         #expect(info.ownsInterpreter == true)
         let raw = try TurboSpark.buildInfoJSON()

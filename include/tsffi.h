@@ -1,5 +1,5 @@
 /*
- * turbospark_ffi.h -- the turbospark-runtime speculation policy, as a C ABI.
+ * tsffi.h -- the turbospark-runtime speculation policy, as a C ABI.
  *
  * Which speculative drafter an install carries, the draft policies to open it
  * with, and whether speculation will run -- and when it will not, the reason
@@ -76,8 +76,8 @@
  * stdout or stderr and installs no signal handlers. It cannot be unloaded:
  * dlclose() leaves it resident.
  */
-#ifndef TURBOSPARK_FFI_H
-#define TURBOSPARK_FFI_H
+#ifndef TSFFI_H
+#define TSFFI_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -323,4 +323,4 @@ TSFFI_API int32_t tsffi_install_info_json(const char *TSFFI_NONNULL model_dir,
 } /* extern "C" */
 #endif
 
-#endif /* TURBOSPARK_FFI_H */
+#endif /* TSFFI_H */
