@@ -5,7 +5,7 @@ import Testing
 /// (turbospark_ffi.install_writer.write_install) into a fresh temp directory.
 ///
 /// The repository root comes from TURBOSPARK_ROOT, else from this file's
-/// place in the tree (swift/Tests/TurboSparkFFITests/ -> ../../..). The Python
+/// place in the tree (swift/Tests/SpeculationPreviewTests/ -> ../../..). The Python
 /// is TURBOSPARK_PYTHON, else the first `python3` on PATH.
 enum Fixtures {
     static let repoRoot: String = {
@@ -13,7 +13,7 @@ enum Fixtures {
             return root
         }
         return URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent()  // TurboSparkFFITests
+            .deletingLastPathComponent()  // SpeculationPreviewTests
             .deletingLastPathComponent()  // Tests
             .deletingLastPathComponent()  // swift
             .deletingLastPathComponent()  // the repository
