@@ -90,7 +90,7 @@ import SpeculationPreview
         // Off is off, with no reason.
         #expect(try Tsffi.resolveSpeculation(options: Options(speculation: .off, engineBlocker: .reason("x")))
                 == SpeculationPlan(block: nil, drafter: nil, reason: nil))
-        let error = #expect(throws: TsffiError.self) {
+        let error = thrownError { () throws(TsffiError) in
             try Tsffi.resolveSpeculation(options: Options(speculation: .block(2), engineBlocker: .reason("busy GPU")))
         }
         #expect(error == TsffiError(status: TsffiStatus.refused,
@@ -158,7 +158,7 @@ import SpeculationPreview
         #expect(nul?.status == TsffiStatus.invalidArgument)
         #expect(nul?.message.hasPrefix("model_dir contains a NUL character") == true)
 
-        let badChoice = #expect(throws: TsffiError.self) {
+        let badChoice = thrownError { () throws(TsffiError) in
             try Tsffi.draftPoliciesJSON(choiceJSON: #"{"drafter": "mtp"}"#, optionsJSON: nil)
         }
         #expect(badChoice?.status == TsffiStatus.invalidArgument)

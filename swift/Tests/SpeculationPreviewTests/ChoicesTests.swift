@@ -62,16 +62,16 @@ import Testing
 
     @Test func anInvalidPickThrowsAsThePlanCallWould() throws {
         try Fixtures.withInstalls(["mtp": "mtp=True"]) { dirs in
-            let error = #expect(throws: TsffiError.self) {
+            let error = thrownError { () throws(TsffiError) in
                 try Tsffi.speculationChoices(modelDir: dirs["mtp"]!, options: Options(speculation: .block(16)))
             }
             #expect(error?.status == TsffiStatus.invalidArgument)
             #expect(error?.function == "tsffi_speculation_choices")
             #expect(error?.message.hasPrefix("speculation: got 16, a block outside the allowed range 1..=15") == true)
-            let bad = #expect(throws: TsffiError.self) {
+            let bad = thrownError { () throws(TsffiError) in
                 try Tsffi.speculationChoices(modelDir: dirs["mtp"]!, optionsJSON: #"{"temperature": -1}"#)
             }
-            let plan = #expect(throws: TsffiError.self) {
+            let plan = thrownError { () throws(TsffiError) in
                 try Tsffi.speculationPlan(modelDir: dirs["mtp"]!, optionsJSON: #"{"temperature": -1}"#)
             }
             #expect(bad?.status == plan?.status && bad?.message == plan?.message)

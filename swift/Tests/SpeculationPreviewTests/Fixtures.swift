@@ -1,4 +1,5 @@
 import Foundation
+import SpeculationPreview
 import Testing
 
 /// Installs in the engine's real layout, written by the project's own writer
@@ -112,5 +113,19 @@ enum Fixtures {
 
     private static func pythonString(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
+}
+
+/// The error `body` throws, or nil -- recorded as a failed expectation --
+/// when it returns. (`#expect(throws:)` returns the error only from Swift
+/// Testing 6.1; these tests build with Swift 6.0.)
+func thrownError<T>(_ body: () throws(TsffiError) -> T,
+                    sourceLocation: SourceLocation = #_sourceLocation) -> TsffiError? {
+    do {
+        let result = try body()
+        Issue.record("expected a TsffiError, got \(result)", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
     }
 }

@@ -64,7 +64,7 @@ import SpeculationPreview
                 for (options, shown) in [(Options(speculation: .block(16)), "16"),
                                          (Options(speculation: .block(0)), "0"),
                                          (Options(speculation: .block(4294967295)), "4294967295")] {
-                    let error = #expect(throws: TsffiError.self) {
+                    let error = thrownError { () throws(TsffiError) in
                         try Tsffi.speculationPlan(modelDir: dir, options: options)
                     }
                     #expect(error?.status == TsffiStatus.invalidArgument)
@@ -72,13 +72,13 @@ import SpeculationPreview
                     #expect(error?.message.hasPrefix(
                         "speculation: got \(shown), a block outside the allowed range 1..=15") == true)
                 }
-                let fromString = #expect(throws: TsffiError.self) {
+                let fromString = thrownError { () throws(TsffiError) in
                     try Tsffi.speculationPlan(modelDir: dir, optionsJSON: #"{"speculation": "16"}"#)
                 }
                 #expect(fromString?.status.rawValue == TSFFI_ERR_INVALID_ARGUMENT)
                 #expect(fromString?.message.contains("1..=15") == true)
             }
-            let step = #expect(throws: TsffiError.self) {
+            let step = thrownError { () throws(TsffiError) in
                 try Tsffi.resolveSpeculation(options: Options(
                     speculation: .block(16), engineBlocker: .reason("a vision tower is active")))
             }

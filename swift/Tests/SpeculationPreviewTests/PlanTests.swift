@@ -29,7 +29,7 @@ import SpeculationPreview
 
     @Test func namedBlockOnDflashOnlyInstallThrowsTheSeedsRefusal() throws {
         try Fixtures.withInstalls(["dflash": "dflash=True"]) { dirs in
-            let error = #expect(throws: TsffiError.self) {
+            let error = thrownError { () throws(TsffiError) in
                 try Tsffi.speculationPlan(modelDir: dirs["dflash"]!, options: Options(speculation: .block(2)))
             }
             #expect(error?.status.rawValue == 2)
@@ -45,7 +45,7 @@ import SpeculationPreview
             let choice = try Tsffi.resolveDrafter(modelDir: dirs["dflash"]!, options: Options(speculation: .block(2)))
             #expect(try Tsffi.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
                     == DraftPolicies(mtp: .off, dflash: .off))
-            let stepError = #expect(throws: TsffiError.self) {
+            let stepError = thrownError { () throws(TsffiError) in
                 try Tsffi.resolveSpeculation(options: Options(
                     drafter: choice.drafter, speculation: .block(2), engineBlocker: .reason(choice.note!)))
             }
@@ -85,7 +85,7 @@ import SpeculationPreview
 
     @Test func sampledRunRefusesTheBlockDrafterButNotTheStepDrafter() throws {
         try Fixtures.withInstalls(["both": "mtp=True, dflash=True"]) { dirs in
-            let error = #expect(throws: TsffiError.self) {
+            let error = thrownError { () throws(TsffiError) in
                 try Tsffi.speculationPlan(modelDir: dirs["both"]!, options: Options(
                     drafter: .dflash, speculation: .block(2), temperature: 0.7))
             }

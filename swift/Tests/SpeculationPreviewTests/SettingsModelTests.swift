@@ -187,7 +187,7 @@ import SpeculationPreview
             fast.speculation = "fast"
             model.update(modelDir: dir, options: fast)
             await model.settled()
-            let refusal = #expect(throws: TsffiError.self) {
+            let refusal = thrownError { () throws(TsffiError) in
                 try Tsffi.speculationChoicesJSON(
                     modelDir: dir, optionsJSON: #"{"contextLength":8192,"speculation":"fast","speculativeDrafter":"mtp"}"#)
             }
