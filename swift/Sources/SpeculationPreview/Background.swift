@@ -12,10 +12,11 @@ extension Tsffi {
     /// function does (SE-0338); from 6.2 a module may make them run on the
     /// caller's actor instead (SE-0461, `NonisolatedNonsendingByDefault`), so
     /// there each one says `@concurrent` -- behind `#if compiler(>=6.2)`,
-    /// since 6.0 and 6.1 do not know the attribute. Separate names rather than `async`
-    /// overloads of the synchronous functions: in an async context Swift
-    /// prefers an async overload, which would turn every existing synchronous
-    /// call there into a compile error.
+    /// since 6.0 and 6.1 do not know the attribute.
+    ///
+    /// Separate names rather than `async` overloads of the synchronous
+    /// functions: in an async context Swift prefers an async overload, which
+    /// would turn every existing synchronous call there into a compile error.
     public enum Background {
         /// ``Tsffi/speculationPlan(modelDir:options:)``, off the caller's actor.
         #if compiler(>=6.2)
