@@ -163,7 +163,7 @@ let package = Package(
     name: "Snippet",
     dependencies: [.package(path: "%s")],
     targets: [.executableTarget(name: "Snippet",
-                                dependencies: [.product(name: "TurboSparkFFI", package: "swift")])]
+                                dependencies: [.product(name: "SpeculationPreview", package: "swift")])]
 )
 """
 

@@ -25,7 +25,7 @@ from .probe import header_constants, probe_calls, run_probe
 __all__ = ["BundleInfo", "write_bundle", "MARKER"]
 
 MARKER = "turbospark_bundle.txt"
-MODULE_NAME = "CTurboSparkFFI"
+MODULE_NAME = "CTsffi"
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 PYTHON_DIRNAME = f"python{_PY}"                       # TSFFI_BUILD_PYTHON_DIRNAME
 STDLIB_ZIP_NAME = f"python{_PY.replace('.', '')}.zip"  # TSFFI_BUILD_STDLIB_ZIP_NAME

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import TurboSparkFFI
+@testable import SpeculationPreview
 
 /// tsffi_speculation_choices from Swift: the table against per-item plan calls,
 /// the async calls off the caller's actor, and the settings model.
@@ -22,7 +22,7 @@ import Testing
             var refused = 0, planned = 0
             for (name, dir) in dirs.sorted(by: { $0.key < $1.key }) {
                 for options in Self.optionSets {
-                    let table = try TurboSpark.speculationChoices(modelDir: dir, options: options)
+                    let table = try Tsffi.speculationChoices(modelDir: dir, options: options)
                     #expect(table.choices.map { [$0.speculation, $0.speculativeDrafter] as [AnyHashable] }
                             == Self.speculations.flatMap { s in Self.drafters.map { [s, $0] as [AnyHashable] } })
                     #expect(table.modelDir == dir)
@@ -30,7 +30,7 @@ import Testing
                         var asked = options
                         asked.speculation = item.speculation
                         asked.drafter = item.speculativeDrafter
-                        let direct = Outcome { try TurboSpark.speculationPlan(modelDir: dir, options: asked) }
+                        let direct = Outcome { try Tsffi.speculationPlan(modelDir: dir, options: asked) }
                         let fromTable: Outcome<PlanResult> = Outcome { try item.result.get() }
                         #expect(fromTable == direct, "\(name) \(options) \(item.speculation) \(item.speculativeDrafter)")
                         if item.isRefused { refused += 1 } else { planned += 1 }
@@ -50,7 +50,7 @@ import Testing
 
     @Test func theRawTableDecodesAndEncodesBackToItsShape() throws {
         try Fixtures.withInstalls(["dflash": "dflash=True"]) { dirs in
-            let raw = try TurboSpark.speculationChoicesJSON(modelDir: dirs["dflash"]!, optionsJSON: #"{"temperature":0.5}"#)
+            let raw = try Tsffi.speculationChoicesJSON(modelDir: dirs["dflash"]!, optionsJSON: #"{"temperature":0.5}"#)
             let decoded = try JSONDecoder().decode(SpeculationChoices.self, from: Data(raw.utf8))
             let a = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? NSDictionary
             let b = try JSONSerialization.jsonObject(with: JSONEncoder().encode(decoded)) as? NSDictionary
@@ -62,17 +62,17 @@ import Testing
 
     @Test func anInvalidPickThrowsAsThePlanCallWould() throws {
         try Fixtures.withInstalls(["mtp": "mtp=True"]) { dirs in
-            let error = #expect(throws: TurboSparkError.self) {
-                try TurboSpark.speculationChoices(modelDir: dirs["mtp"]!, options: Options(speculation: .block(16)))
+            let error = thrownError { () throws(TsffiError) in
+                try Tsffi.speculationChoices(modelDir: dirs["mtp"]!, options: Options(speculation: .block(16)))
             }
-            #expect(error?.status == TurboSparkStatus.invalidArgument)
+            #expect(error?.status == TsffiStatus.invalidArgument)
             #expect(error?.function == "tsffi_speculation_choices")
             #expect(error?.message.hasPrefix("speculation: got 16, a block outside the allowed range 1..=15") == true)
-            let bad = #expect(throws: TurboSparkError.self) {
-                try TurboSpark.speculationChoices(modelDir: dirs["mtp"]!, optionsJSON: #"{"temperature": -1}"#)
+            let bad = thrownError { () throws(TsffiError) in
+                try Tsffi.speculationChoices(modelDir: dirs["mtp"]!, optionsJSON: #"{"temperature": -1}"#)
             }
-            let plan = #expect(throws: TurboSparkError.self) {
-                try TurboSpark.speculationPlan(modelDir: dirs["mtp"]!, optionsJSON: #"{"temperature": -1}"#)
+            let plan = thrownError { () throws(TsffiError) in
+                try Tsffi.speculationPlan(modelDir: dirs["mtp"]!, optionsJSON: #"{"temperature": -1}"#)
             }
             #expect(bad?.status == plan?.status && bad?.message == plan?.message)
         }
@@ -88,45 +88,45 @@ import Testing
             for options in Self.optionSets {
                 // Background asserts it is not on the main queue: run from
                 // the main actor, a call made there would stop the test.
-                let plan = await AsyncOutcome { () async throws(TurboSparkError) in
-                    try await TurboSpark.Background.speculationPlan(modelDir: dir, options: options)
+                let plan = await AsyncOutcome { () async throws(TsffiError) in
+                    try await Tsffi.Background.speculationPlan(modelDir: dir, options: options)
                 }
-                #expect(plan == Outcome { try TurboSpark.speculationPlan(modelDir: dir, options: options) })
-                let table = await AsyncOutcome { () async throws(TurboSparkError) in
-                    try await TurboSpark.Background.speculationChoices(modelDir: dir, options: options)
+                #expect(plan == Outcome { try Tsffi.speculationPlan(modelDir: dir, options: options) })
+                let table = await AsyncOutcome { () async throws(TsffiError) in
+                    try await Tsffi.Background.speculationChoices(modelDir: dir, options: options)
                 }
-                #expect(table == Outcome { try TurboSpark.speculationChoices(modelDir: dir, options: options) })
+                #expect(table == Outcome { try Tsffi.speculationChoices(modelDir: dir, options: options) })
             }
-            let drafter = try await TurboSpark.Background.resolveDrafter(modelDir: dir)
-            #expect(drafter == (try TurboSpark.resolveDrafter(modelDir: dir)))
-            #expect(try await TurboSpark.Background.draftPolicies(choice: drafter, options: Options(speculation: .block(3)))
-                    == (try TurboSpark.draftPolicies(choice: drafter, options: Options(speculation: .block(3)))))
-            #expect(try await TurboSpark.Background.installInfo(modelDir: dir) == (try TurboSpark.installInfo(modelDir: dir)))
-            #expect(try await TurboSpark.Background.installInfoJSON(modelDir: dir) == (try TurboSpark.installInfoJSON(modelDir: dir)))
-            #expect(try await TurboSpark.Background.speculationPlanJSON(modelDir: dir, optionsJSON: nil)
-                    == (try TurboSpark.speculationPlanJSON(modelDir: dir, optionsJSON: nil)))
-            #expect(try await TurboSpark.Background.speculationChoicesJSON(modelDir: dir, optionsJSON: "{}")
-                    == (try TurboSpark.speculationChoicesJSON(modelDir: dir, optionsJSON: "{}")))
-            #expect(try await TurboSpark.Background.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)
-                    == (try TurboSpark.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)))
+            let drafter = try await Tsffi.Background.resolveDrafter(modelDir: dir)
+            #expect(drafter == (try Tsffi.resolveDrafter(modelDir: dir)))
+            #expect(try await Tsffi.Background.draftPolicies(choice: drafter, options: Options(speculation: .block(3)))
+                    == (try Tsffi.draftPolicies(choice: drafter, options: Options(speculation: .block(3)))))
+            #expect(try await Tsffi.Background.installInfo(modelDir: dir) == (try Tsffi.installInfo(modelDir: dir)))
+            #expect(try await Tsffi.Background.installInfoJSON(modelDir: dir) == (try Tsffi.installInfoJSON(modelDir: dir)))
+            #expect(try await Tsffi.Background.speculationPlanJSON(modelDir: dir, optionsJSON: nil)
+                    == (try Tsffi.speculationPlanJSON(modelDir: dir, optionsJSON: nil)))
+            #expect(try await Tsffi.Background.speculationChoicesJSON(modelDir: dir, optionsJSON: "{}")
+                    == (try Tsffi.speculationChoicesJSON(modelDir: dir, optionsJSON: "{}")))
+            #expect(try await Tsffi.Background.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)
+                    == (try Tsffi.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)))
         }
         let blocked = Options(speculation: .block(2), engineBlocker: .reason("busy GPU"))
-        let refused = await AsyncOutcome { () async throws(TurboSparkError) in
-            try await TurboSpark.Background.resolveSpeculation(options: blocked)
+        let refused = await AsyncOutcome { () async throws(TsffiError) in
+            try await Tsffi.Background.resolveSpeculation(options: blocked)
         }
-        #expect(refused == Outcome { try TurboSpark.resolveSpeculation(options: blocked) })
+        #expect(refused == Outcome { try Tsffi.resolveSpeculation(options: blocked) })
         if case .failed(let error) = refused {
             #expect(error.isRefused)  // the message was read on the thread that failed
             #expect(error.message == Fixtures.refusalPrefix + "busy GPU")
         } else {
             Issue.record("a named block under an engine blocker was not refused")
         }
-        #expect(try await TurboSpark.Background.resolveSpeculationJSON(optionsJSON: nil)
-                == (try TurboSpark.resolveSpeculationJSON(optionsJSON: nil)))
-        #expect(try await TurboSpark.Background.draftPoliciesJSON(choiceJSON: TurboSpark.resolveDrafterJSON(modelDir: dirs["mtp"]!, optionsJSON: nil), optionsJSON: nil)
-                == (try TurboSpark.draftPoliciesJSON(choiceJSON: TurboSpark.resolveDrafterJSON(modelDir: dirs["mtp"]!, optionsJSON: nil), optionsJSON: nil)))
-        #expect(try await TurboSpark.Background.buildInfo() == (try TurboSpark.buildInfo()))
-        #expect(try await TurboSpark.Background.buildInfoJSON() == (try TurboSpark.buildInfoJSON()))
+        #expect(try await Tsffi.Background.resolveSpeculationJSON(optionsJSON: nil)
+                == (try Tsffi.resolveSpeculationJSON(optionsJSON: nil)))
+        #expect(try await Tsffi.Background.draftPoliciesJSON(choiceJSON: Tsffi.resolveDrafterJSON(modelDir: dirs["mtp"]!, optionsJSON: nil), optionsJSON: nil)
+                == (try Tsffi.draftPoliciesJSON(choiceJSON: Tsffi.resolveDrafterJSON(modelDir: dirs["mtp"]!, optionsJSON: nil), optionsJSON: nil)))
+        #expect(try await Tsffi.Background.buildInfo() == (try Tsffi.buildInfo()))
+        #expect(try await Tsffi.Background.buildInfoJSON() == (try Tsffi.buildInfoJSON()))
     }
 
     // MARK: the settings model
@@ -141,8 +141,8 @@ import Testing
             #expect(model.isUpdating)  // the setter returned before the answer
             await model.settled()
             #expect(model.answered == SpeculationSettings.Request(modelDir: dirs["dflash"]!, options: Options()))
-            let plan = try TurboSpark.speculationPlan(modelDir: dirs["dflash"]!)
-            let table = try TurboSpark.speculationChoices(modelDir: dirs["dflash"]!)
+            let plan = try Tsffi.speculationPlan(modelDir: dirs["dflash"]!)
+            let table = try Tsffi.speculationChoices(modelDir: dirs["dflash"]!)
             #expect(model.plan == plan)
             #expect(model.plan?.speculation.reason == Fixtures.dflashAutoNote)
             #expect(model.choices == table)
@@ -152,7 +152,7 @@ import Testing
             model.options = Options(speculation: .block(2))
             await model.settled()
             #expect(model.plan == nil)
-            #expect(model.error?.status == TurboSparkStatus.refused)
+            #expect(model.error?.status == TsffiStatus.refused)
             #expect(model.error?.message == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
             #expect(model.choices?.selected?.speculation == .block(2))
 
@@ -160,13 +160,13 @@ import Testing
             model.options = Options(temperature: -1)
             await model.settled()
             #expect(model.plan == nil && model.choices == nil)
-            #expect(model.error?.status == TurboSparkStatus.invalidArgument)
+            #expect(model.error?.status == TsffiStatus.invalidArgument)
             #expect(model.error?.message.hasPrefix("temperature: got -1") == true)
 
             model.modelDir = dirs["mtp"]!
             model.options = Options(drafter: .mtp, speculation: .block(3))
             await model.settled()
-            let block3 = try TurboSpark.speculationPlan(modelDir: dirs["mtp"]!,
+            let block3 = try Tsffi.speculationPlan(modelDir: dirs["mtp"]!,
                                                         options: Options(drafter: .mtp, speculation: .block(3)))
             #expect(model.plan == block3)
             #expect(model.plan?.speculation == SpeculationPlan(block: 3, drafter: .mtp, reason: nil))
@@ -184,7 +184,7 @@ import Testing
         let gate = Gate()
         let published = Recorder()
         let model = SpeculationSettings(modelDir: nil, options: Options()) { request in
-            if request.options.speculation == .block(3) {
+            if request.options.typed?.speculation == .block(3) {
                 await gate.wait()
             }
             return .success(fakeTable(request))
@@ -196,7 +196,7 @@ import Testing
         await model.settled()
         published.note(model)
         #expect(model.plan?.speculation.block == 5)
-        #expect(model.answered?.options.speculation == .block(5))
+        #expect(model.answered?.options.typed?.speculation == .block(5))
 
         await gate.open()
         // The held answer comes back (three changes, three answers), and
@@ -206,8 +206,36 @@ import Testing
         }
         published.note(model)
         #expect(model.plan?.speculation.block == 5)
-        #expect(model.answered?.options.speculation == .block(5))
+        #expect(model.answered?.options.typed?.speculation == .block(5))
         #expect(published.blocks == [5, 5])
+        #expect(!model.isUpdating)
+    }
+
+    @MainActor
+    @Test func twoRapidUpdatesEndOnTheLastOnesAnswer() async {
+        // The first update's answer is held until the second's is published,
+        // then let through: it must be dropped, whichever way each update
+        // gave its options.
+        let gate = Gate()
+        let model = SpeculationSettings { request in
+            if request.modelDir == "/first" {
+                await gate.wait()
+            }
+            return .success(fakeTable(request))
+        }
+        model.update(modelDir: "/first", optionsJSON: #"{"speculation": 3}"#)
+        model.update(modelDir: "/second", options: Options(speculation: .block(5)))
+        #expect(model.isUpdating)
+        await model.settled()
+        #expect(model.plan?.speculation.block == 5)
+        #expect(model.answered == SpeculationSettings.Request(modelDir: "/second", options: Options(speculation: .block(5))))
+
+        await gate.open()
+        while model.answersReturned < 2 {
+            await Task.yield()
+        }
+        #expect(model.plan?.speculation.block == 5)
+        #expect(model.answered?.modelDir == "/second")
         #expect(!model.isUpdating)
     }
 
@@ -228,12 +256,12 @@ import Testing
             }
             await model.settled()
             #expect(model.answered == last)
-            let direct = Outcome { try TurboSpark.speculationChoices(modelDir: last.modelDir!, options: last.options) }
-            #expect(Outcome { () throws(TurboSparkError) in
+            let direct = Outcome { try Tsffi.speculationChoices(modelDir: last.modelDir!, options: last.options.typed!) }
+            #expect(Outcome { () throws(TsffiError) in
                 if let choices = model.choices { return choices }
                 throw model.error!
             } == direct)
-            #expect(model.plan == (try? TurboSpark.speculationPlan(modelDir: last.modelDir!, options: last.options)))
+            #expect(model.plan == (try? Tsffi.speculationPlan(modelDir: last.modelDir!, options: last.options.typed!)))
         }
     }
 
@@ -257,14 +285,24 @@ import Testing
 }
 
 /// A table with one selected item whose plan speculates at the request's
-/// block (2 for auto), so answers to different requests differ.
-private func fakeTable(_ request: SpeculationSettings.Request) -> SpeculationChoices {
+/// block (2 for auto), so answers to different requests differ. JSON options
+/// are read for their `speculation` (an integer, or a spelling) only.
+func fakeTable(_ request: SpeculationSettings.Request) -> SpeculationChoices {
+    var options = request.options.typed ?? Options()
+    if case .json(let text) = request.options,
+       let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] {
+        if let n = object["speculation"] as? Int {
+            options.speculation = .block(n)
+        } else if let spelling = object["speculation"] as? String, let value = Speculation(spelling) {
+            options.speculation = value
+        }
+    }
     let block: Int
-    if case .block(let n) = request.options.speculation { block = n } else { block = 2 }
+    if case .block(let n) = options.speculation { block = n } else { block = 2 }
     let plan = PlanResult(drafter: DrafterChoice(drafter: .mtp, installHasMtpHead: true, installHasDflash: false, note: nil),
                           draftPolicies: DraftPolicies(mtp: .fixed(block), dflash: .off),
                           speculation: SpeculationPlan(block: block, drafter: .mtp, reason: nil))
-    let item = SpeculationChoice(speculation: request.options.speculation, speculativeDrafter: request.options.drafter,
+    let item = SpeculationChoice(speculation: options.speculation, speculativeDrafter: options.drafter,
                                  status: .ok, plan: plan, error: nil, selected: true)
     return SpeculationChoices(modelDir: request.modelDir ?? "", install: .init(installHasMtpHead: true, installHasDflash: false),
                               choices: [item])
@@ -295,7 +333,7 @@ actor Gate {
 
 /// `Outcome` of an async call, awaited from the main actor.
 @MainActor
-func AsyncOutcome<T: Hashable & Sendable>(_ body: () async throws(TurboSparkError) -> T) async -> Outcome<T> {
+func AsyncOutcome<T: Hashable & Sendable>(_ body: () async throws(TsffiError) -> T) async -> Outcome<T> {
     do {
         return .ok(try await body())
     } catch {

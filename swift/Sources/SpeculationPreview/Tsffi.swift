@@ -1,23 +1,23 @@
-import CTurboSparkFFI
+import CTsffi
 import Foundation
 
 /// The C ABI of libtsffi, called from Swift.
 ///
 /// Every function here is synchronous and may be called from any thread or
-/// task, concurrently; ``TurboSpark/Background`` has each one as `async`,
+/// task, concurrently; ``Tsffi/Background`` has each one as `async`,
 /// running off the caller's actor (a first call starts the embedded runtime,
 /// ~15 ms; a first plan of a large install reads its index: never on the
 /// main actor). Each one makes ONE C call and, on failure, reads
 /// `tsffi_last_error` on the same thread before returning (the message is per
 /// thread, and a synchronous function has no suspension point at which a task
-/// could move to another thread), then throws it as a ``TurboSparkError``.
+/// could move to another thread), then throws it as a ``TsffiError``.
 /// Every string the library returns is released with `tsffi_string_free`.
 ///
 /// The typed functions take ``Options`` and decode the result; the `...JSON`
 /// functions take and return the JSON text as it crosses the C boundary, for
 /// a host that already holds its open-options object (unused keys are
 /// ignored and listed back in ``PlanResult/ignoredKeys``).
-public enum TurboSpark {
+public enum Tsffi {
     /// `TSFFI_ABI_VERSION` of the header this package was compiled against.
     public static let headerABIVersion: UInt32 = TSFFI_ABI_VERSION
 
@@ -32,10 +32,10 @@ public enum TurboSpark {
     /// `modelDir` is a directory or an installed alias, resolved as the
     /// engine's open resolves it (``PlanResult/modelDir`` says which directory
     /// was read).
-    /// Throws ``TurboSparkError`` with status ``TurboSparkStatus/refused`` for a
+    /// Throws ``TsffiError`` with status ``TsffiStatus/refused`` for a
     /// named block that cannot be served; its message is the one to show.
     public static func speculationPlan(modelDir: String, options: Options = .default)
-        throws(TurboSparkError) -> PlanResult
+        throws(TsffiError) -> PlanResult
     {
         try decode(PlanResult.self, speculationPlanJSON(modelDir: modelDir, optionsJSON: options.json()),
                    from: "tsffi_speculation_plan")
@@ -44,7 +44,7 @@ public enum TurboSpark {
     /// ``speculationPlan(modelDir:options:)`` with the options as JSON text
     /// (nil = all defaults).
     public static func speculationPlan(modelDir: String, optionsJSON: String?)
-        throws(TurboSparkError) -> PlanResult
+        throws(TsffiError) -> PlanResult
     {
         try decode(PlanResult.self, speculationPlanJSON(modelDir: modelDir, optionsJSON: optionsJSON),
                    from: "tsffi_speculation_plan")
@@ -58,7 +58,7 @@ public enum TurboSpark {
     /// is not an error; options the plan call would refuse as invalid (and a
     /// block outside 1...15) throw.
     public static func speculationChoices(modelDir: String, options: Options = .default)
-        throws(TurboSparkError) -> SpeculationChoices
+        throws(TsffiError) -> SpeculationChoices
     {
         try decode(SpeculationChoices.self,
                    speculationChoicesJSON(modelDir: modelDir, optionsJSON: options.json()),
@@ -68,7 +68,7 @@ public enum TurboSpark {
     /// ``speculationChoices(modelDir:options:)`` with the options as JSON text
     /// (nil = all defaults).
     public static func speculationChoices(modelDir: String, optionsJSON: String?)
-        throws(TurboSparkError) -> SpeculationChoices
+        throws(TsffiError) -> SpeculationChoices
     {
         try decode(SpeculationChoices.self,
                    speculationChoicesJSON(modelDir: modelDir, optionsJSON: optionsJSON),
@@ -79,7 +79,7 @@ public enum TurboSpark {
     /// Uses `options.drafter`. An unreadable index is not an error: its flags
     /// come back nil.
     public static func resolveDrafter(modelDir: String, options: Options = .default)
-        throws(TurboSparkError) -> DrafterChoice
+        throws(TsffiError) -> DrafterChoice
     {
         try decode(DrafterChoice.self, resolveDrafterJSON(modelDir: modelDir, optionsJSON: options.json()),
                    from: "tsffi_resolve_drafter")
@@ -89,7 +89,7 @@ public enum TurboSpark {
     /// choice ``resolveDrafter(modelDir:options:)`` returned. Uses
     /// `options.speculation`.
     public static func draftPolicies(choice: DrafterChoice, options: Options = .default)
-        throws(TurboSparkError) -> DraftPolicies
+        throws(TsffiError) -> DraftPolicies
     {
         let choiceJSON = try encode(choice, what: "the drafter choice")
         return try decode(DraftPolicies.self,
@@ -100,9 +100,9 @@ public enum TurboSpark {
     /// Whether speculation will run, without an install (`tsffi_resolve_speculation`).
     /// `options.drafter` is the RESOLVED drafter (`.auto` takes the MTP arms);
     /// `options.engineBlocker` the engine's reason. Throws status
-    /// ``TurboSparkStatus/refused`` for a named block that cannot be served.
+    /// ``TsffiStatus/refused`` for a named block that cannot be served.
     public static func resolveSpeculation(options: Options = .default)
-        throws(TurboSparkError) -> SpeculationPlan
+        throws(TsffiError) -> SpeculationPlan
     {
         try decode(SpeculationPlan.self, resolveSpeculationJSON(optionsJSON: options.json()),
                    from: "tsffi_resolve_speculation")
@@ -110,12 +110,12 @@ public enum TurboSpark {
 
     /// What the install's files say (`tsffi_install_info_json`). An unreadable
     /// index is a result (`indexReadable == false`), not an error.
-    public static func installInfo(modelDir: String) throws(TurboSparkError) -> InstallInfo {
+    public static func installInfo(modelDir: String) throws(TsffiError) -> InstallInfo {
         try decode(InstallInfo.self, installInfoJSON(modelDir: modelDir), from: "tsffi_install_info_json")
     }
 
     /// The library's build information (`tsffi_build_info_json`).
-    public static func buildInfo() throws(TurboSparkError) -> BuildInfo {
+    public static func buildInfo() throws(TsffiError) -> BuildInfo {
         try decode(BuildInfo.self, buildInfoJSON(), from: "tsffi_build_info_json")
     }
 
@@ -123,7 +123,7 @@ public enum TurboSpark {
 
     /// `tsffi_speculation_plan`, JSON in and out.
     public static func speculationPlanJSON(modelDir: String, optionsJSON: String?)
-        throws(TurboSparkError) -> String
+        throws(TsffiError) -> String
     {
         try callJSON("tsffi_speculation_plan", (modelDir, "model_dir"), (optionsJSON, "options_json")) {
             tsffi_speculation_plan($0[0]!, $0[1], $1)
@@ -132,7 +132,7 @@ public enum TurboSpark {
 
     /// `tsffi_speculation_choices`, JSON in and out.
     public static func speculationChoicesJSON(modelDir: String, optionsJSON: String?)
-        throws(TurboSparkError) -> String
+        throws(TsffiError) -> String
     {
         try callJSON("tsffi_speculation_choices", (modelDir, "model_dir"), (optionsJSON, "options_json")) {
             tsffi_speculation_choices($0[0]!, $0[1], $1)
@@ -141,7 +141,7 @@ public enum TurboSpark {
 
     /// `tsffi_resolve_drafter`, JSON in and out.
     public static func resolveDrafterJSON(modelDir: String, optionsJSON: String?)
-        throws(TurboSparkError) -> String
+        throws(TsffiError) -> String
     {
         try callJSON("tsffi_resolve_drafter", (modelDir, "model_dir"), (optionsJSON, "options_json")) {
             tsffi_resolve_drafter($0[0]!, $0[1], $1)
@@ -151,7 +151,7 @@ public enum TurboSpark {
     /// `tsffi_draft_policies`, JSON in and out. `choiceJSON` is exactly what
     /// ``resolveDrafterJSON(modelDir:optionsJSON:)`` returned.
     public static func draftPoliciesJSON(choiceJSON: String, optionsJSON: String?)
-        throws(TurboSparkError) -> String
+        throws(TsffiError) -> String
     {
         try callJSON("tsffi_draft_policies", (choiceJSON, "choice_json"), (optionsJSON, "options_json")) {
             tsffi_draft_policies($0[0]!, $0[1], $1)
@@ -159,21 +159,21 @@ public enum TurboSpark {
     }
 
     /// `tsffi_resolve_speculation`, JSON in and out.
-    public static func resolveSpeculationJSON(optionsJSON: String?) throws(TurboSparkError) -> String {
+    public static func resolveSpeculationJSON(optionsJSON: String?) throws(TsffiError) -> String {
         try callJSON("tsffi_resolve_speculation", (optionsJSON, "options_json")) {
             tsffi_resolve_speculation($0[0], $1)
         }
     }
 
     /// `tsffi_install_info_json`: the JSON text.
-    public static func installInfoJSON(modelDir: String) throws(TurboSparkError) -> String {
+    public static func installInfoJSON(modelDir: String) throws(TsffiError) -> String {
         try callJSON("tsffi_install_info_json", (modelDir, "model_dir")) {
             tsffi_install_info_json($0[0]!, $1)
         }
     }
 
     /// `tsffi_build_info_json`: the JSON text.
-    public static func buildInfoJSON() throws(TurboSparkError) -> String {
+    public static func buildInfoJSON() throws(TsffiError) -> String {
         try callJSON("tsffi_build_info_json") { tsffi_build_info_json($1) }
     }
 
@@ -196,7 +196,7 @@ public enum TurboSpark {
         _ function: String,
         _ arguments: (text: String?, name: String)...,
         body: ([UnsafePointer<CChar>?], Out) -> Int32
-    ) throws(TurboSparkError) -> String {
+    ) throws(TsffiError) -> String {
         for argument in arguments {
             try checkNoNUL(argument.text, argument.name, function)
         }
@@ -207,10 +207,10 @@ public enum TurboSpark {
         defer { tsffi_string_free(out) }
         guard status == TSFFI_OK else {
             // Same thread, nothing in between: this is the call's own message.
-            throw TurboSparkError.last(status: status, function: function)
+            throw TsffiError.last(status: status, function: function)
         }
         guard let out else {
-            throw TurboSparkError(status: .internal,
+            throw TsffiError(status: .internal,
                                   message: "\(function) returned TSFFI_OK but left its result NULL",
                                   function: function)
         }
@@ -237,10 +237,10 @@ public enum TurboSpark {
     /// text at (a model_dir "a\0b" would become "a"). Refused here instead,
     /// with the library's status for it.
     private static func checkNoNUL(_ text: String?, _ what: String, _ function: String)
-        throws(TurboSparkError)
+        throws(TsffiError)
     {
         if let text, text.utf8.contains(0) {
-            throw TurboSparkError(status: .invalidArgument,
+            throw TsffiError(status: .invalidArgument,
                                   message: "\(what) contains a NUL character; accepts text without one "
                                       + "(C would cut it short there)",
                                   function: function)
@@ -248,24 +248,24 @@ public enum TurboSpark {
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ json: String, from function: String)
-        throws(TurboSparkError) -> T
+        throws(TsffiError) -> T
     {
         do {
             return try JSONDecoder().decode(T.self, from: Data(json.utf8))
         } catch {
-            throw TurboSparkError(status: .internal,
-                                  message: "TurboSparkFFI could not decode what \(function) returned as "
+            throw TsffiError(status: .internal,
+                                  message: "SpeculationPreview could not decode what \(function) returned as "
                                       + "\(T.self): \(error); the JSON was: \(json)",
                                   function: function)
         }
     }
 
-    private static func encode<T: Encodable>(_ value: T, what: String) throws(TurboSparkError) -> String {
+    private static func encode<T: Encodable>(_ value: T, what: String) throws(TsffiError) -> String {
         do {
             return String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
         } catch {
-            throw TurboSparkError(status: .internal,
-                                  message: "TurboSparkFFI could not encode \(what) as JSON: \(error)",
+            throw TsffiError(status: .internal,
+                                  message: "SpeculationPreview could not encode \(what) as JSON: \(error)",
                                   function: "JSONEncoder")
         }
     }

@@ -1,13 +1,13 @@
-import CTurboSparkFFI
+import CTsffi
 import Foundation
 import Testing
-import TurboSparkFFI
+import SpeculationPreview
 
 /// The main job, as a GUI does it, against real installs in the engine's layout.
 @Suite struct PlanTests {
     @Test func dflashOnlyInstallUnderAutoReturnsTheNoteVerbatim() throws {
         try Fixtures.withInstalls(["dflash": "dflash=True"]) { dirs in
-            let plan = try TurboSpark.speculationPlan(modelDir: dirs["dflash"]!)
+            let plan = try Tsffi.speculationPlan(modelDir: dirs["dflash"]!)
             #expect(plan.drafter == DrafterChoice(drafter: .mtp, installHasMtpHead: false,
                                                   installHasDflash: true, note: Fixtures.dflashAutoNote))
             #expect(plan.drafter.note == Fixtures.dflashAutoNote)
@@ -17,7 +17,7 @@ import TurboSparkFFI
             #expect(!plan.speculation.isEnabled)
             #expect(plan.ignoredKeys == [])
 
-            let choice = try TurboSpark.resolveDrafter(modelDir: dirs["dflash"]!)
+            let choice = try Tsffi.resolveDrafter(modelDir: dirs["dflash"]!)
             // Both name the directory they read: the install's own path.
             #expect(plan.modelDir == dirs["dflash"]!)
             #expect(choice.modelDir == dirs["dflash"]!)
@@ -29,11 +29,11 @@ import TurboSparkFFI
 
     @Test func namedBlockOnDflashOnlyInstallThrowsTheSeedsRefusal() throws {
         try Fixtures.withInstalls(["dflash": "dflash=True"]) { dirs in
-            let error = #expect(throws: TurboSparkError.self) {
-                try TurboSpark.speculationPlan(modelDir: dirs["dflash"]!, options: Options(speculation: .block(2)))
+            let error = thrownError { () throws(TsffiError) in
+                try Tsffi.speculationPlan(modelDir: dirs["dflash"]!, options: Options(speculation: .block(2)))
             }
             #expect(error?.status.rawValue == 2)
-            #expect(error?.status == TurboSparkStatus.refused)
+            #expect(error?.status == TsffiStatus.refused)
             #expect(error?.status.rawValue == TSFFI_ERR_REFUSED)
             #expect(error?.isRefused == true)
             #expect(error?.message == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
@@ -42,14 +42,14 @@ import TurboSparkFFI
 
             // The same refusal through the step-by-step calls: the policies
             // leave the head alone, and speculation refuses with the note.
-            let choice = try TurboSpark.resolveDrafter(modelDir: dirs["dflash"]!, options: Options(speculation: .block(2)))
-            #expect(try TurboSpark.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
+            let choice = try Tsffi.resolveDrafter(modelDir: dirs["dflash"]!, options: Options(speculation: .block(2)))
+            #expect(try Tsffi.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
                     == DraftPolicies(mtp: .off, dflash: .off))
-            let stepError = #expect(throws: TurboSparkError.self) {
-                try TurboSpark.resolveSpeculation(options: Options(
+            let stepError = thrownError { () throws(TsffiError) in
+                try Tsffi.resolveSpeculation(options: Options(
                     drafter: choice.drafter, speculation: .block(2), engineBlocker: .reason(choice.note!)))
             }
-            #expect(stepError?.status == TurboSparkStatus.refused)
+            #expect(stepError?.status == TsffiStatus.refused)
             #expect(stepError?.message == Fixtures.refusalPrefix + Fixtures.dflashAutoNote)
             #expect(stepError?.function == "tsffi_resolve_speculation")
         }
@@ -59,14 +59,14 @@ import TurboSparkFFI
         try Fixtures.withInstalls(["dflash": "dflash=True", "both": "mtp=True, dflash=True"]) { dirs in
             for name in ["dflash", "both"] {
                 let dir = dirs[name]!
-                let auto = try TurboSpark.speculationPlan(modelDir: dir, options: Options(drafter: .dflash))
+                let auto = try Tsffi.speculationPlan(modelDir: dir, options: Options(drafter: .dflash))
                 #expect(auto.drafter.drafter == .dflash)
                 #expect(auto.drafter.note == nil)
                 #expect(auto.drafter.installHasDflash == true)
                 #expect(auto.draftPolicies == DraftPolicies(mtp: .off, dflash: .auto))
                 #expect(auto.speculation == SpeculationPlan(block: 2, drafter: .dflash, reason: nil))
 
-                let fixed = try TurboSpark.speculationPlan(
+                let fixed = try Tsffi.speculationPlan(
                     modelDir: dir, options: Options(drafter: .dflash, speculation: .block(2)))
                 #expect(fixed.draftPolicies == DraftPolicies(mtp: .off, dflash: .fixed(2)))
                 #expect(fixed.draftPolicies.dflash.mode == .fixed)
@@ -75,26 +75,26 @@ import TurboSparkFFI
                 #expect(fixed.speculation == SpeculationPlan(block: 2, drafter: .dflash, reason: nil))
 
                 // Step by step gives the same policies.
-                let choice = try TurboSpark.resolveDrafter(modelDir: dir, options: Options(drafter: .dflash))
-                #expect(try TurboSpark.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
+                let choice = try Tsffi.resolveDrafter(modelDir: dir, options: Options(drafter: .dflash))
+                #expect(try Tsffi.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
                         == fixed.draftPolicies)
-                #expect(try TurboSpark.draftPolicies(choice: choice) == auto.draftPolicies)
+                #expect(try Tsffi.draftPolicies(choice: choice) == auto.draftPolicies)
             }
         }
     }
 
     @Test func sampledRunRefusesTheBlockDrafterButNotTheStepDrafter() throws {
         try Fixtures.withInstalls(["both": "mtp=True, dflash=True"]) { dirs in
-            let error = #expect(throws: TurboSparkError.self) {
-                try TurboSpark.speculationPlan(modelDir: dirs["both"]!, options: Options(
+            let error = thrownError { () throws(TsffiError) in
+                try Tsffi.speculationPlan(modelDir: dirs["both"]!, options: Options(
                     drafter: .dflash, speculation: .block(2), temperature: 0.7))
             }
-            #expect(error?.status == TurboSparkStatus.refused)
+            #expect(error?.status == TsffiStatus.refused)
             #expect(error?.message == Fixtures.refusalPrefix + Fixtures.sampledReason)
-            let mtp = try TurboSpark.speculationPlan(modelDir: dirs["both"]!, options: Options(
+            let mtp = try Tsffi.speculationPlan(modelDir: dirs["both"]!, options: Options(
                 drafter: .mtp, speculation: .block(2), temperature: 0.7))
             #expect(mtp.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
-            let greedy = try TurboSpark.speculationPlan(modelDir: dirs["both"]!, options: Options(
+            let greedy = try Tsffi.speculationPlan(modelDir: dirs["both"]!, options: Options(
                 drafter: .dflash, speculation: .block(3), temperature: 0))
             #expect(greedy.speculation == SpeculationPlan(block: 3, drafter: .dflash, reason: nil))
         }
@@ -113,20 +113,20 @@ import TurboSparkFFI
             }
             for dir in unreadable {
                 for drafter in SpeculativeDrafter.allCases {
-                    let choice = try TurboSpark.resolveDrafter(modelDir: dir, options: Options(drafter: drafter))
+                    let choice = try Tsffi.resolveDrafter(modelDir: dir, options: Options(drafter: drafter))
                     #expect(choice.installHasMtpHead == nil, "\(dir) \(drafter)")
                     #expect(choice.installHasDflash == nil, "\(dir) \(drafter)")
                     #expect(choice.note == nil)
                     #expect(choice.drafter == (drafter == .dflash ? .dflash : .mtp))
                 }
-                let info = try TurboSpark.installInfo(modelDir: dir)
+                let info = try Tsffi.installInfo(modelDir: dir)
                 #expect(info.indexReadable == false)
                 #expect(info.installHasMtpHead == nil)
                 #expect(info.installHasDflash == nil)
                 #expect(info.indexError != nil)
                 #expect(info.modelDir == dir)
 
-                let plan = try TurboSpark.speculationPlan(modelDir: dir)
+                let plan = try Tsffi.speculationPlan(modelDir: dir)
                 #expect(plan.drafter.installHasMtpHead == nil)
                 #expect(plan.drafter.installHasDflash == nil)
                 #expect(plan.speculation.block == nil)
@@ -136,8 +136,8 @@ import TurboSparkFFI
                 // the open for the head, so a broken install fails at open with
                 // the engine's own message. The nils survive the round trip
                 // through Swift (encoded as JSON null, which the C side requires).
-                let choice = try TurboSpark.resolveDrafter(modelDir: dir)
-                #expect(try TurboSpark.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
+                let choice = try Tsffi.resolveDrafter(modelDir: dir)
+                #expect(try Tsffi.draftPolicies(choice: choice, options: Options(speculation: .block(2)))
                         == DraftPolicies(mtp: .fixed(2), dflash: .off))
             }
         }
@@ -145,7 +145,7 @@ import TurboSparkFFI
 
     @Test func installInfoDescribesAReadableInstall() throws {
         try Fixtures.withInstalls(["dflash": "dflash=True", "moe": "experts=8, dflash=True"]) { dirs in
-            let info = try TurboSpark.installInfo(modelDir: dirs["dflash"]!)
+            let info = try Tsffi.installInfo(modelDir: dirs["dflash"]!)
             #expect(info.indexReadable)
             #expect(info.installHasMtpHead == false)
             #expect(info.installHasDflash == true)
@@ -156,10 +156,10 @@ import TurboSparkFFI
             #expect(info.blockerPreview?.dflash == nil)
             #expect(Fixtures.noHead.allSatisfy { info.blockerPreview?.mtp?.contains($0) == true })
 
-            let moe = try TurboSpark.installInfo(modelDir: dirs["moe"]!)
+            let moe = try Tsffi.installInfo(modelDir: dirs["moe"]!)
             #expect(moe.experts?.expertsPerLayer == 8)
             // The raw JSON is the same document.
-            let raw = try TurboSpark.installInfoJSON(modelDir: dirs["moe"]!)
+            let raw = try Tsffi.installInfoJSON(modelDir: dirs["moe"]!)
             #expect(try JSONDecoder().decode(InstallInfo.self, from: Data(raw.utf8)) == moe)
         }
     }
@@ -179,19 +179,19 @@ import TurboSparkFFI
             ]
             for dir in [dirs["dflash"]!, dirs["mtp"]!] {
                 for (options, raw) in pairs {
-                    let typed = Outcome { try TurboSpark.speculationPlan(modelDir: dir, options: options) }
-                    let viaRaw = Outcome { try TurboSpark.speculationPlan(modelDir: dir, optionsJSON: raw) }
+                    let typed = Outcome { try Tsffi.speculationPlan(modelDir: dir, options: options) }
+                    let viaRaw = Outcome { try Tsffi.speculationPlan(modelDir: dir, optionsJSON: raw) }
                     #expect(typed == viaRaw, "\(dir) \(raw)")
                 }
-                #expect(Outcome { try TurboSpark.speculationPlan(modelDir: dir, optionsJSON: nil) }
-                        == Outcome { try TurboSpark.speculationPlan(modelDir: dir) })
+                #expect(Outcome { try Tsffi.speculationPlan(modelDir: dir, optionsJSON: nil) }
+                        == Outcome { try Tsffi.speculationPlan(modelDir: dir) })
             }
         }
     }
 
     @Test func hostKeysTheLibraryDoesNotUseAreListedBack() throws {
         try Fixtures.withInstalls(["mtp": "mtp=True"]) { dirs in
-            let plan = try TurboSpark.speculationPlan(
+            let plan = try Tsffi.speculationPlan(
                 modelDir: dirs["mtp"]!,
                 optionsJSON: #"{"contextLength": 8192, "speculation": "auto", "powerProfile": "quiet"}"#)
             #expect(plan.ignoredKeys == ["contextLength", "powerProfile"])
@@ -203,7 +203,7 @@ import TurboSparkFFI
         try Fixtures.withInstalls(["dflash": "dflash=True"], garbage: ["garbage"]) { dirs in
             for dir in [dirs["dflash"]!, dirs["garbage"]!] {
                 for options in [Options(), Options(drafter: .dflash), Options(speculation: .off)] {
-                    let raw = try TurboSpark.speculationPlanJSON(modelDir: dir, optionsJSON: options.json())
+                    let raw = try Tsffi.speculationPlanJSON(modelDir: dir, optionsJSON: options.json())
                     let decoded = try JSONDecoder().decode(PlanResult.self, from: Data(raw.utf8))
                     let reencoded = try JSONEncoder().encode(decoded)
                     let a = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? NSDictionary
@@ -212,8 +212,8 @@ import TurboSparkFFI
                     #expect(a == b, "\(raw)\n\(String(decoding: reencoded, as: UTF8.self))")
                 }
                 // The raw choice, exactly as returned, is what draft_policies takes.
-                let choiceJSON = try TurboSpark.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)
-                let policies = try TurboSpark.draftPoliciesJSON(choiceJSON: choiceJSON, optionsJSON: #"{"speculation":"off"}"#)
+                let choiceJSON = try Tsffi.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)
+                let policies = try Tsffi.draftPoliciesJSON(choiceJSON: choiceJSON, optionsJSON: #"{"speculation":"off"}"#)
                 #expect(try JSONDecoder().decode(DraftPolicies.self, from: Data(policies.utf8))
                         == DraftPolicies(mtp: .off, dflash: .off))
             }
@@ -224,15 +224,15 @@ import TurboSparkFFI
 /// One call's outcome, comparable: the decoded result or the error.
 enum Outcome<T: Hashable & Sendable>: Hashable, Sendable {
     case ok(T)
-    case failed(TurboSparkError)
+    case failed(TsffiError)
 
     init(_ body: () throws -> T) {
         do {
             self = .ok(try body())
-        } catch let error as TurboSparkError {
+        } catch let error as TsffiError {
             self = .failed(error)
         } catch {
-            self = .failed(TurboSparkError(status: TurboSparkStatus(rawValue: -1), message: "not a TurboSparkError: \(error)",
+            self = .failed(TsffiError(status: TsffiStatus(rawValue: -1), message: "not a TsffiError: \(error)",
                                            function: "?"))
         }
     }

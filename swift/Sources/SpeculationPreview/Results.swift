@@ -18,7 +18,7 @@ public struct DrafterChoice: Codable, Sendable, Hashable {
     public var note: String?
     /// The directory that was read, as an absolute path: the model name
     /// resolved as the engine's open resolves it (a directory, or an installed
-    /// alias). Set by ``TurboSpark/resolveDrafter(modelDir:options:)``; nil in
+    /// alias). Set by ``Tsffi/resolveDrafter(modelDir:options:)``; nil in
     /// a plan's ``PlanResult/drafter`` (the plan says it once, in
     /// ``PlanResult/modelDir``) and in a choice made by hand.
     public var modelDir: String?
@@ -124,9 +124,9 @@ public struct SpeculationPlan: Codable, Sendable, Hashable {
 
 /// The whole decision for an install (`tsffi_speculation_plan`).
 public struct PlanResult: Codable, Sendable, Hashable {
-    /// The drafter choice, as ``TurboSpark/resolveDrafter(modelDir:options:)``.
+    /// The drafter choice, as ``Tsffi/resolveDrafter(modelDir:options:)``.
     public var drafter: DrafterChoice
-    /// The policies to open with, as ``TurboSpark/draftPolicies(choice:options:)``.
+    /// The policies to open with, as ``Tsffi/draftPolicies(choice:options:)``.
     public var draftPolicies: DraftPolicies
     /// Whether speculation will run, and if not, why.
     public var speculation: SpeculationPlan
@@ -220,7 +220,7 @@ public struct BuildInfo: Codable, Sendable, Hashable {
 /// Every item of a settings pane's two pickers for one install
 /// (`tsffi_speculation_choices`): speculation `.auto`, `.off`, `.block(1)` ...
 /// `.block(15)` (outer) by drafter `.auto`, `.mtp`, `.dflash` (inner), 51
-/// items. Each item is what ``TurboSpark/speculationPlan(modelDir:options:)``
+/// items. Each item is what ``Tsffi/speculationPlan(modelDir:options:)``
 /// answers for the options with that item's two values.
 public struct SpeculationChoices: Codable, Sendable, Hashable {
     /// What the install's index says it carries (nil: it could not be read).
@@ -274,9 +274,9 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
     public var speculation: Speculation
     /// The item's requested drafter (`.auto`, `.mtp` or `.dflash`).
     public var speculativeDrafter: SpeculativeDrafter
-    /// What the plan call returns for it: ``TurboSparkStatus/ok`` or
-    /// ``TurboSparkStatus/refused``.
-    public var status: TurboSparkStatus
+    /// What the plan call returns for it: ``TsffiStatus/ok`` or
+    /// ``TsffiStatus/refused``.
+    public var status: TsffiStatus
     /// The plan, exactly as the plan call returns it; nil when refused.
     public var plan: PlanResult?
     /// The plan call's last error when refused: the message to show (a
@@ -285,7 +285,7 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
     /// This item is the options' own speculation and drafter.
     public var selected: Bool
 
-    public init(speculation: Speculation, speculativeDrafter: SpeculativeDrafter, status: TurboSparkStatus,
+    public init(speculation: Speculation, speculativeDrafter: SpeculativeDrafter, status: TsffiStatus,
                 plan: PlanResult?, error: String?, selected: Bool) {
         self.speculation = speculation
         self.speculativeDrafter = speculativeDrafter
@@ -299,11 +299,11 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
     public var isRefused: Bool { status == .refused }
 
     /// The plan call's outcome as a value: the plan, or the error it throws.
-    public var result: Result<PlanResult, TurboSparkError> {
+    public var result: Result<PlanResult, TsffiError> {
         if let plan {
             return .success(plan)
         }
-        return .failure(TurboSparkError(status: status, message: error ?? "",
+        return .failure(TsffiError(status: status, message: error ?? "",
                                         function: "tsffi_speculation_plan"))
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TurboSparkFFI
+import SpeculationPreview
 
 /// The shared ABI case table (tests/abi_cases.py), run through this package's
 /// raw-JSON calls: every case Swift can express, against the installs the
@@ -26,41 +26,41 @@ import TurboSparkFFI
 
     /// The Swift function a case's C function is called through, and its
     /// name in a thrown error.
-    static func call(_ c: ABITable.Case, _ dirs: [String: String]) -> (Result<String, TurboSparkError>, String) {
+    static func call(_ c: ABITable.Case, _ dirs: [String: String]) -> (Result<String, TsffiError>, String) {
         let dir = optional(c.modelDir) ?? c.install.map { dirs[$0]! } ?? ""
         let options = optional(c.options)
-        func run(_ body: () throws(TurboSparkError) -> String) -> Result<String, TurboSparkError> {
-            do throws(TurboSparkError) { return .success(try body()) } catch { return .failure(error) }
+        func run(_ body: () throws(TsffiError) -> String) -> Result<String, TsffiError> {
+            do throws(TsffiError) { return .success(try body()) } catch { return .failure(error) }
         }
         switch c.fn {
         case "build_info":
-            return (run { () throws(TurboSparkError) in try TurboSpark.buildInfoJSON() }, "tsffi_build_info_json")
+            return (run { () throws(TsffiError) in try Tsffi.buildInfoJSON() }, "tsffi_build_info_json")
         case "install_info":
-            return (run { () throws(TurboSparkError) in try TurboSpark.installInfoJSON(modelDir: dir) },
+            return (run { () throws(TsffiError) in try Tsffi.installInfoJSON(modelDir: dir) },
                     "tsffi_install_info_json")
         case "resolve_speculation":
-            return (run { () throws(TurboSparkError) in try TurboSpark.resolveSpeculationJSON(optionsJSON: options) },
+            return (run { () throws(TsffiError) in try Tsffi.resolveSpeculationJSON(optionsJSON: options) },
                     "tsffi_resolve_speculation")
         case "resolve_drafter":
-            return (run { () throws(TurboSparkError) in
-                try TurboSpark.resolveDrafterJSON(modelDir: dir, optionsJSON: options)
+            return (run { () throws(TsffiError) in
+                try Tsffi.resolveDrafterJSON(modelDir: dir, optionsJSON: options)
             }, "tsffi_resolve_drafter")
         case "speculation_plan":
-            return (run { () throws(TurboSparkError) in
-                try TurboSpark.speculationPlanJSON(modelDir: dir, optionsJSON: options)
+            return (run { () throws(TsffiError) in
+                try Tsffi.speculationPlanJSON(modelDir: dir, optionsJSON: options)
             }, "tsffi_speculation_plan")
         case "speculation_choices":
-            return (run { () throws(TurboSparkError) in
-                try TurboSpark.speculationChoicesJSON(modelDir: dir, optionsJSON: options)
+            return (run { () throws(TsffiError) in
+                try Tsffi.speculationChoicesJSON(modelDir: dir, optionsJSON: options)
             }, "tsffi_speculation_choices")
         case "draft_policies":
-            return (run { () throws(TurboSparkError) in
+            return (run { () throws(TsffiError) in
                 // A chain feeds exactly what tsffi_resolve_drafter returned.
-                let choice = try c.chain.map { (chain) throws(TurboSparkError) in
-                    try TurboSpark.resolveDrafterJSON(modelDir: dirs[chain.install]!,
+                let choice = try c.chain.map { (chain) throws(TsffiError) in
+                    try Tsffi.resolveDrafterJSON(modelDir: dirs[chain.install]!,
                                                       optionsJSON: optional(chain.options))
                 } ?? optional(c.choice)!
-                return try TurboSpark.draftPoliciesJSON(choiceJSON: choice, optionsJSON: options)
+                return try Tsffi.draftPoliciesJSON(choiceJSON: choice, optionsJSON: options)
             }, "tsffi_draft_policies")
         default:
             fatalError("the table names a function this test does not know: \(c.fn)")
@@ -106,7 +106,7 @@ import TurboSparkFFI
                 continue
             }
             ran[c.fn, default: 0] += 1
-            let want = TurboSparkStatus(rawValue: try #require(table.statuses[c.status], "\(c.id)"))
+            let want = TsffiStatus(rawValue: try #require(table.statuses[c.status], "\(c.id)"))
             let (outcome, function) = Self.call(c, dirs)
             switch outcome {
             case .success(let text):

@@ -7,7 +7,9 @@
  * names), with the engine's shapes where this library's used to overlap, so
  * that the tests can load both libraries in one process and include both
  * headers in one translation unit. The other signatures are plausible
- * stand-ins: only the NAMES matter for a clash.
+ * stand-ins: only the NAMES matter for a clash. Here, as in the engine's
+ * Swift package, it is the header of the C module CTurboSpark
+ * (module.modulemap beside it).
  */
 #ifndef TURBOSPARK_H
 #define TURBOSPARK_H

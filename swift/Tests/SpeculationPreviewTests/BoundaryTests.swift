@@ -1,7 +1,7 @@
-import CTurboSparkFFI
+import CTsffi
 import Foundation
 import Testing
-import TurboSparkFFI
+import SpeculationPreview
 
 /// The C boundary itself: the header as Swift imports it, the ABI version,
 /// the options object, and the one error type.
@@ -31,15 +31,15 @@ import TurboSparkFFI
     }
 
     @Test func abiVersionAndBuildInfo() throws {
-        #expect(TurboSpark.abiVersion == TurboSpark.headerABIVersion)
-        #expect(TurboSpark.headerABIVersion == TSFFI_ABI_VERSION)
-        let info = try TurboSpark.buildInfo()
-        #expect(info.abiVersion == TurboSpark.abiVersion)
+        #expect(Tsffi.abiVersion == Tsffi.headerABIVersion)
+        #expect(Tsffi.headerABIVersion == TSFFI_ABI_VERSION)
+        let info = try Tsffi.buildInfo()
+        #expect(info.abiVersion == Tsffi.abiVersion)
         #expect(!info.version.isEmpty)
         #expect(info.library.hasSuffix("/libtsffi.so") || info.library.hasSuffix("/libtsffi.dylib"))
         // A Swift process has no Python of its own: the library owns its interpreter.
         #expect(info.ownsInterpreter == true)
-        let raw = try TurboSpark.buildInfoJSON()
+        let raw = try Tsffi.buildInfoJSON()
         #expect(try JSONDecoder().decode(BuildInfo.self, from: Data(raw.utf8)) == info)
     }
 
@@ -78,116 +78,116 @@ import TurboSparkFFI
 
     @Test func engineBlockerTriState() throws {
         // Without an install: a reason turns auto off with that reason...
-        let blocked = try TurboSpark.resolveSpeculation(options: Options(engineBlocker: .reason("busy GPU")))
+        let blocked = try Tsffi.resolveSpeculation(options: Options(engineBlocker: .reason("busy GPU")))
         #expect(blocked == SpeculationPlan(block: nil, drafter: nil, reason: "busy GPU"))
         // ...and none / absent leave it on, at the drafter's default block.
-        #expect(try TurboSpark.resolveSpeculation(options: Options(engineBlocker: .none))
+        #expect(try Tsffi.resolveSpeculation(options: Options(engineBlocker: .none))
                 == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
-        #expect(try TurboSpark.resolveSpeculation()
+        #expect(try Tsffi.resolveSpeculation()
                 == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
-        #expect(try TurboSpark.resolveSpeculation(options: Options(drafter: .dflash, speculation: .block(4)))
+        #expect(try Tsffi.resolveSpeculation(options: Options(drafter: .dflash, speculation: .block(4)))
                 == SpeculationPlan(block: 4, drafter: .dflash, reason: nil))
         // Off is off, with no reason.
-        #expect(try TurboSpark.resolveSpeculation(options: Options(speculation: .off, engineBlocker: .reason("x")))
+        #expect(try Tsffi.resolveSpeculation(options: Options(speculation: .off, engineBlocker: .reason("x")))
                 == SpeculationPlan(block: nil, drafter: nil, reason: nil))
-        let error = #expect(throws: TurboSparkError.self) {
-            try TurboSpark.resolveSpeculation(options: Options(speculation: .block(2), engineBlocker: .reason("busy GPU")))
+        let error = thrownError { () throws(TsffiError) in
+            try Tsffi.resolveSpeculation(options: Options(speculation: .block(2), engineBlocker: .reason("busy GPU")))
         }
-        #expect(error == TurboSparkError(status: TurboSparkStatus.refused,
+        #expect(error == TsffiError(status: TsffiStatus.refused,
                                          message: Fixtures.refusalPrefix + "busy GPU",
                                          function: "tsffi_resolve_speculation"))
 
         // On an install, an explicit blocker outranks the preview, and null
         // means "the engine reported none".
         try Fixtures.withInstalls(["none": ""]) { dirs in
-            let preview = try TurboSpark.speculationPlan(modelDir: dirs["none"]!)
+            let preview = try Tsffi.speculationPlan(modelDir: dirs["none"]!)
             #expect(Fixtures.noHead.allSatisfy { preview.speculation.reason?.contains($0) == true })
-            let none = try TurboSpark.speculationPlan(modelDir: dirs["none"]!, options: Options(engineBlocker: .none))
+            let none = try Tsffi.speculationPlan(modelDir: dirs["none"]!, options: Options(engineBlocker: .none))
             #expect(none.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
-            let reason = try TurboSpark.speculationPlan(modelDir: dirs["none"]!, options: Options(engineBlocker: .reason("r")))
+            let reason = try Tsffi.speculationPlan(modelDir: dirs["none"]!, options: Options(engineBlocker: .reason("r")))
             #expect(reason.speculation == SpeculationPlan(block: nil, drafter: nil, reason: "r"))
         }
     }
 
     @Test func badValuesAreRefusedWithTheLibrarysOwnMessage() throws {
-        func failure(_ body: () throws -> SpeculationPlan) -> TurboSparkError? {
+        func failure(_ body: () throws -> SpeculationPlan) -> TsffiError? {
             if case .failed(let error) = Outcome(body) { return error }
             return nil
         }
-        let negative = failure { try TurboSpark.resolveSpeculation(options: Options(temperature: -1)) }
-        #expect(negative?.status == TurboSparkStatus.invalidArgument)
+        let negative = failure { try Tsffi.resolveSpeculation(options: Options(temperature: -1)) }
+        #expect(negative?.status == TsffiStatus.invalidArgument)
         #expect(negative?.message.hasPrefix("temperature: got -1") == true)
 
-        let nan = failure { try TurboSpark.resolveSpeculation(options: Options(temperature: .nan)) }
-        #expect(nan?.status == TurboSparkStatus.invalidArgument)
+        let nan = failure { try Tsffi.resolveSpeculation(options: Options(temperature: .nan)) }
+        #expect(nan?.status == TsffiStatus.invalidArgument)
         #expect(nan?.message.hasPrefix(#"temperature: got "nan""#) == true)
 
-        let zero = failure { try TurboSpark.resolveSpeculation(options: Options(speculation: .block(0))) }
+        let zero = failure { try Tsffi.resolveSpeculation(options: Options(speculation: .block(0))) }
         // Outside 1...15 is an invalid option, as the engine's parser says.
-        #expect(zero?.status == TurboSparkStatus.invalidArgument)
+        #expect(zero?.status == TsffiStatus.invalidArgument)
         #expect(zero?.message == "speculation: got 0, a block outside the allowed range 1..=15 "
                 + "(0 proposes nothing); accepts \"auto\", \"off\" (any case), null, or a block "
                 + "in 1..=15 as a JSON integer or a string of ASCII digits")
 
-        let huge = failure { try TurboSpark.resolveSpeculation(options: Options(speculation: .block(Int.max))) }
-        #expect(huge?.status == TurboSparkStatus.invalidArgument)
+        let huge = failure { try Tsffi.resolveSpeculation(options: Options(speculation: .block(Int.max))) }
+        #expect(huge?.status == TsffiStatus.invalidArgument)
         #expect(huge?.message.contains("1..=15") == true)
 
         let emptyBlocker = failure {
-            try TurboSpark.resolveSpeculation(options: Options(engineBlocker: .reason("")))
+            try Tsffi.resolveSpeculation(options: Options(engineBlocker: .reason("")))
         }
-        #expect(emptyBlocker?.status == TurboSparkStatus.invalidArgument)
+        #expect(emptyBlocker?.status == TsffiStatus.invalidArgument)
         #expect(emptyBlocker?.message.hasPrefix("engineBlocker: got") == true)
 
-        let json = failure { try TurboSpark.speculationPlan(modelDir: "/nonexistent", optionsJSON: "{nope").speculation }
-        #expect(json?.status == TurboSparkStatus.json)
+        let json = failure { try Tsffi.speculationPlan(modelDir: "/nonexistent", optionsJSON: "{nope").speculation }
+        #expect(json?.status == TsffiStatus.json)
         #expect(json?.message.isEmpty == false)
 
         let nearMiss = failure {
-            try TurboSpark.speculationPlan(modelDir: "/nonexistent", optionsJSON: #"{"speculativDrafter": "dflash"}"#).speculation
+            try Tsffi.speculationPlan(modelDir: "/nonexistent", optionsJSON: #"{"speculativDrafter": "dflash"}"#).speculation
         }
-        #expect(nearMiss?.status == TurboSparkStatus.invalidArgument)
+        #expect(nearMiss?.status == TsffiStatus.invalidArgument)
         #expect(nearMiss?.message.contains(#""speculativeDrafter""#) == true)
 
-        let empty = failure { try TurboSpark.speculationPlan(modelDir: "").speculation }
-        #expect(empty?.status == TurboSparkStatus.invalidArgument)
+        let empty = failure { try Tsffi.speculationPlan(modelDir: "").speculation }
+        #expect(empty?.status == TsffiStatus.invalidArgument)
         #expect(empty?.message.hasPrefix("model_dir is empty") == true)
 
         // A NUL would make C read a different, shorter path: refused before the call.
-        let nul = failure { try TurboSpark.speculationPlan(modelDir: "/tmp\u{0}/x").speculation }
-        #expect(nul?.status == TurboSparkStatus.invalidArgument)
+        let nul = failure { try Tsffi.speculationPlan(modelDir: "/tmp\u{0}/x").speculation }
+        #expect(nul?.status == TsffiStatus.invalidArgument)
         #expect(nul?.message.hasPrefix("model_dir contains a NUL character") == true)
 
-        let badChoice = #expect(throws: TurboSparkError.self) {
-            try TurboSpark.draftPoliciesJSON(choiceJSON: #"{"drafter": "mtp"}"#, optionsJSON: nil)
+        let badChoice = thrownError { () throws(TsffiError) in
+            try Tsffi.draftPoliciesJSON(choiceJSON: #"{"drafter": "mtp"}"#, optionsJSON: nil)
         }
-        #expect(badChoice?.status == TurboSparkStatus.invalidArgument)
+        #expect(badChoice?.status == TsffiStatus.invalidArgument)
         #expect(badChoice?.message.hasPrefix("choice_json: missing key") == true)
     }
 
     @Test func aNULIsRefusedNamingItsArgumentAndFunction() {
-        func failure(_ body: () throws(TurboSparkError) -> String) -> TurboSparkError? {
-            do throws(TurboSparkError) { _ = try body() } catch { return error }
+        func failure(_ body: () throws(TsffiError) -> String) -> TsffiError? {
+            do throws(TsffiError) { _ = try body() } catch { return error }
             return nil
         }
         let nul = "{}\u{0}x"
         // Each raw call, with a NUL in each of its string arguments in turn:
         // refused before the call, naming the argument and the C function.
-        let calls: [(String, String, () throws(TurboSparkError) -> String)] = [
-            ("options_json", "tsffi_speculation_plan", { () throws(TurboSparkError) in
-                try TurboSpark.speculationPlanJSON(modelDir: "/m", optionsJSON: nul) }),
-            ("model_dir", "tsffi_speculation_choices", { () throws(TurboSparkError) in
-                try TurboSpark.speculationChoicesJSON(modelDir: nul, optionsJSON: nul) }),
-            ("options_json", "tsffi_resolve_drafter", { () throws(TurboSparkError) in
-                try TurboSpark.resolveDrafterJSON(modelDir: "/m", optionsJSON: nul) }),
-            ("choice_json", "tsffi_draft_policies", { () throws(TurboSparkError) in
-                try TurboSpark.draftPoliciesJSON(choiceJSON: nul, optionsJSON: nil) }),
-            ("options_json", "tsffi_draft_policies", { () throws(TurboSparkError) in
-                try TurboSpark.draftPoliciesJSON(choiceJSON: "{}", optionsJSON: nul) }),
-            ("options_json", "tsffi_resolve_speculation", { () throws(TurboSparkError) in
-                try TurboSpark.resolveSpeculationJSON(optionsJSON: nul) }),
-            ("model_dir", "tsffi_install_info_json", { () throws(TurboSparkError) in
-                try TurboSpark.installInfoJSON(modelDir: nul) }),
+        let calls: [(String, String, () throws(TsffiError) -> String)] = [
+            ("options_json", "tsffi_speculation_plan", { () throws(TsffiError) in
+                try Tsffi.speculationPlanJSON(modelDir: "/m", optionsJSON: nul) }),
+            ("model_dir", "tsffi_speculation_choices", { () throws(TsffiError) in
+                try Tsffi.speculationChoicesJSON(modelDir: nul, optionsJSON: nul) }),
+            ("options_json", "tsffi_resolve_drafter", { () throws(TsffiError) in
+                try Tsffi.resolveDrafterJSON(modelDir: "/m", optionsJSON: nul) }),
+            ("choice_json", "tsffi_draft_policies", { () throws(TsffiError) in
+                try Tsffi.draftPoliciesJSON(choiceJSON: nul, optionsJSON: nil) }),
+            ("options_json", "tsffi_draft_policies", { () throws(TsffiError) in
+                try Tsffi.draftPoliciesJSON(choiceJSON: "{}", optionsJSON: nul) }),
+            ("options_json", "tsffi_resolve_speculation", { () throws(TsffiError) in
+                try Tsffi.resolveSpeculationJSON(optionsJSON: nul) }),
+            ("model_dir", "tsffi_install_info_json", { () throws(TsffiError) in
+                try Tsffi.installInfoJSON(modelDir: nul) }),
         ]
         for (argument, function, call) in calls {
             let error = failure(call)
@@ -198,8 +198,8 @@ import TurboSparkFFI
     }
 
     @Test func aSuccessAfterAFailureLeavesNoStaleMessage() throws {
-        #expect(throws: TurboSparkError.self) { try TurboSpark.resolveSpeculation(options: Options(temperature: -1)) }
-        _ = try TurboSpark.resolveSpeculation()
+        #expect(throws: TsffiError.self) { try Tsffi.resolveSpeculation(options: Options(temperature: -1)) }
+        _ = try Tsffi.resolveSpeculation()
         #expect(tsffi_last_error(nil, 0) == 0)
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
+import SpeculationPreview
 import Testing
 
 /// Installs in the engine's real layout, written by the project's own writer
 /// (turbospark_ffi.install_writer.write_install) into a fresh temp directory.
 ///
 /// The repository root comes from TURBOSPARK_ROOT, else from this file's
-/// place in the tree (swift/Tests/TurboSparkFFITests/ -> ../../..). The Python
+/// place in the tree (swift/Tests/SpeculationPreviewTests/ -> ../../..). The Python
 /// is TURBOSPARK_PYTHON, else the first `python3` on PATH.
 enum Fixtures {
     static let repoRoot: String = {
@@ -13,7 +14,7 @@ enum Fixtures {
             return root
         }
         return URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent()  // TurboSparkFFITests
+            .deletingLastPathComponent()  // SpeculationPreviewTests
             .deletingLastPathComponent()  // Tests
             .deletingLastPathComponent()  // swift
             .deletingLastPathComponent()  // the repository
@@ -112,5 +113,19 @@ enum Fixtures {
 
     private static func pythonString(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
+}
+
+/// The error `body` throws, or nil -- recorded as a failed expectation --
+/// when it returns. (`#expect(throws:)` returns the error only from Swift
+/// Testing 6.1; these tests build with Swift 6.0.)
+func thrownError<T>(_ body: () throws(TsffiError) -> T,
+                    sourceLocation: SourceLocation = #_sourceLocation) -> TsffiError? {
+    do {
+        let result = try body()
+        Issue.record("expected a TsffiError, got \(result)", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
     }
 }

@@ -1,7 +1,7 @@
-import CTurboSparkFFI
+import CTsffi
 import Foundation
 import Testing
-import TurboSparkFFI
+import SpeculationPreview
 
 /// Model names as the engine's open resolves them, and the block range the
 /// engine's options parser enforces, from Swift.
@@ -30,21 +30,21 @@ import TurboSparkFFI
                 record_install('\(root)', '\(recorded)', '\(dirs["elsewhere"]!)')
                 """)
             // A recorded alias: the row's directory (the DFlash2-only install).
-            let plan = try TurboSpark.speculationPlan(modelDir: recorded)
+            let plan = try Tsffi.speculationPlan(modelDir: recorded)
             #expect(plan.modelDir == dirs["elsewhere"]!)
             #expect(plan.drafter.note == Fixtures.dflashAutoNote)
-            let choice = try TurboSpark.resolveDrafter(modelDir: recorded)
+            let choice = try Tsffi.resolveDrafter(modelDir: recorded)
             #expect(choice.modelDir == dirs["elsewhere"]!)
             #expect(choice.installHasDflash == true)
-            #expect(try TurboSpark.installInfo(modelDir: recorded).modelDir == dirs["elsewhere"]!)
+            #expect(try Tsffi.installInfo(modelDir: recorded).modelDir == dirs["elsewhere"]!)
             // The default install path of a name with no row.
-            let byDefault = try TurboSpark.speculationPlan(modelDir: byPath)
+            let byDefault = try Tsffi.speculationPlan(modelDir: byPath)
             #expect(byDefault.modelDir == defaultDir)
             #expect(byDefault.drafter.installHasMtpHead == true)
             #expect(byDefault.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
             // An unknown name comes back as itself (in the working directory),
             // and reads as no install: unknown flags, never an error.
-            let none = try TurboSpark.speculationPlan(modelDir: unknown)
+            let none = try Tsffi.speculationPlan(modelDir: unknown)
             #expect(none.modelDir == FileManager.default.currentDirectoryPath + "/" + unknown)
             #expect(none.drafter.installHasMtpHead == nil)
             // Re-pointing the alias is seen on the next call.
@@ -52,7 +52,7 @@ import TurboSparkFFI
                 from turbospark_ffi.install_writer import record_install
                 record_install('\(root)', '\(recorded)', '\(defaultDir)')
                 """)
-            let again = try TurboSpark.speculationPlan(modelDir: recorded)
+            let again = try Tsffi.speculationPlan(modelDir: recorded)
             #expect(again.modelDir == defaultDir)
             #expect(again.drafter.note == nil)
         }
@@ -64,25 +64,25 @@ import TurboSparkFFI
                 for (options, shown) in [(Options(speculation: .block(16)), "16"),
                                          (Options(speculation: .block(0)), "0"),
                                          (Options(speculation: .block(4294967295)), "4294967295")] {
-                    let error = #expect(throws: TurboSparkError.self) {
-                        try TurboSpark.speculationPlan(modelDir: dir, options: options)
+                    let error = thrownError { () throws(TsffiError) in
+                        try Tsffi.speculationPlan(modelDir: dir, options: options)
                     }
-                    #expect(error?.status == TurboSparkStatus.invalidArgument)
+                    #expect(error?.status == TsffiStatus.invalidArgument)
                     #expect(error?.isRefused == false)
                     #expect(error?.message.hasPrefix(
                         "speculation: got \(shown), a block outside the allowed range 1..=15") == true)
                 }
-                let fromString = #expect(throws: TurboSparkError.self) {
-                    try TurboSpark.speculationPlan(modelDir: dir, optionsJSON: #"{"speculation": "16"}"#)
+                let fromString = thrownError { () throws(TsffiError) in
+                    try Tsffi.speculationPlan(modelDir: dir, optionsJSON: #"{"speculation": "16"}"#)
                 }
                 #expect(fromString?.status.rawValue == TSFFI_ERR_INVALID_ARGUMENT)
                 #expect(fromString?.message.contains("1..=15") == true)
             }
-            let step = #expect(throws: TurboSparkError.self) {
-                try TurboSpark.resolveSpeculation(options: Options(
+            let step = thrownError { () throws(TsffiError) in
+                try Tsffi.resolveSpeculation(options: Options(
                     speculation: .block(16), engineBlocker: .reason("a vision tower is active")))
             }
-            #expect(step?.status == TurboSparkStatus.invalidArgument)
+            #expect(step?.status == TsffiStatus.invalidArgument)
         }
     }
 }

@@ -1,4 +1,4 @@
-import CTurboSparkFFI
+import CTsffi
 import Foundation
 
 /// A status code of the C ABI: the `int32_t` every function returns, as a
@@ -6,12 +6,12 @@ import Foundation
 ///
 /// The named values are the header's macros (`TSFFI_OK`, `TSFFI_ERR_*`),
 /// imported from the C module, so the numbers have one source. A thrown
-/// ``TurboSparkError`` matches its status in a `catch` clause:
+/// ``TsffiError`` matches its status in a `catch` clause:
 ///
 /// ```swift
 /// do {
-///     _ = try TurboSpark.resolveSpeculationJSON(optionsJSON: text)
-/// } catch TurboSparkStatus.invalidArgument, TurboSparkStatus.json {
+///     _ = try Tsffi.resolveSpeculationJSON(optionsJSON: text)
+/// } catch TsffiStatus.invalidArgument, TsffiStatus.json {
 ///     // not options the library accepts
 /// } catch {
 ///     // anything else
@@ -19,11 +19,11 @@ import Foundation
 /// ```
 ///
 /// To use the error as well, bind it and test its status:
-/// `catch let error as TurboSparkError where error.status == .refused`.
+/// `catch let error as TsffiError where error.status == .refused`.
 ///
 /// A value the header does not name (a newer library's) is still
 /// representable; its ``description`` is `"status N"`.
-public struct TurboSparkStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+public struct TsffiStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The `int32_t` as the C function returned it.
     public let rawValue: Int32
 
@@ -33,27 +33,27 @@ public struct TurboSparkStatus: RawRepresentable, Hashable, Sendable, Codable, C
     }
 
     /// `TSFFI_OK`: success.
-    public static let ok = TurboSparkStatus(rawValue: TSFFI_OK)
+    public static let ok = TsffiStatus(rawValue: TSFFI_OK)
     /// `TSFFI_ERR_INVALID_ARGUMENT`: a NULL pointer, text that is not UTF-8,
     /// an option value outside its set (a block outside 1...15 included), a
     /// near-miss option key.
-    public static let invalidArgument = TurboSparkStatus(rawValue: TSFFI_ERR_INVALID_ARGUMENT)
+    public static let invalidArgument = TsffiStatus(rawValue: TSFFI_ERR_INVALID_ARGUMENT)
     /// `TSFFI_ERR_REFUSED`: a named speculation block that cannot be served
     /// (the engine's open returns 2 for this same refusal). The message is
     /// the one to show.
-    public static let refused = TurboSparkStatus(rawValue: TSFFI_ERR_REFUSED)
+    public static let refused = TsffiStatus(rawValue: TSFFI_ERR_REFUSED)
     /// `TSFFI_ERR_JSON`: a JSON argument that does not parse or is not an object.
-    public static let json = TurboSparkStatus(rawValue: TSFFI_ERR_JSON)
+    public static let json = TsffiStatus(rawValue: TSFFI_ERR_JSON)
     /// `TSFFI_ERR_INTERNAL`: anything unexpected, caught at the boundary (also
     /// what this package throws when it cannot decode an answer).
-    public static let `internal` = TurboSparkStatus(rawValue: TSFFI_ERR_INTERNAL)
+    public static let `internal` = TsffiStatus(rawValue: TSFFI_ERR_INTERNAL)
     /// `TSFFI_ERR_RUNTIME`: the embedded Python runtime could not start;
     /// every later call returns it too.
-    public static let runtime = TurboSparkStatus(rawValue: TSFFI_ERR_RUNTIME)
+    public static let runtime = TsffiStatus(rawValue: TSFFI_ERR_RUNTIME)
 
     /// Every status the header names, with the macro's name: the one table
     /// ``description`` reads.
-    public static let named: [(status: TurboSparkStatus, name: String)] = [
+    public static let named: [(status: TsffiStatus, name: String)] = [
         (.ok, "TSFFI_OK"),
         (.invalidArgument, "TSFFI_ERR_INVALID_ARGUMENT"),
         (.refused, "TSFFI_ERR_REFUSED"),
@@ -68,16 +68,16 @@ public struct TurboSparkStatus: RawRepresentable, Hashable, Sendable, Codable, C
         Self.named.first { $0.status == self }?.name ?? "status \(rawValue)"
     }
 
-    /// Matches a thrown ``TurboSparkError`` by its status, so that
-    /// `catch TurboSparkStatus.refused` catches exactly the refusals. Any
+    /// Matches a thrown ``TsffiError`` by its status, so that
+    /// `catch TsffiStatus.refused` catches exactly the refusals. Any
     /// other error does not match.
-    public static func ~= (status: TurboSparkStatus, error: any Error) -> Bool {
-        (error as? TurboSparkError)?.status == status
+    public static func ~= (status: TsffiStatus, error: any Error) -> Bool {
+        (error as? TsffiError)?.status == status
     }
 
-    /// The same match for a typed `throws(TurboSparkError)` body, whose
+    /// The same match for a typed `throws(TsffiError)` body, whose
     /// `catch` clauses see the concrete type.
-    public static func ~= (status: TurboSparkStatus, error: TurboSparkError) -> Bool {
+    public static func ~= (status: TsffiStatus, error: TsffiError) -> Bool {
         error.status == status
     }
 }
@@ -87,45 +87,45 @@ public struct TurboSparkStatus: RawRepresentable, Hashable, Sendable, Codable, C
 ///
 /// `message` is what `tsffi_last_error` held right after the failing call, byte
 /// for byte, so a GUI can show it as it is: for ``status`` ==
-/// ``TurboSparkStatus/refused`` it is the engine's refusal text ("--speculative
+/// ``TsffiStatus/refused`` it is the engine's refusal text ("--speculative
 /// was asked for but cannot be served: ..."), meant for the user.
-public struct TurboSparkError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct TsffiError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What the C function returned: one of the header's `TSFFI_ERR_*`
-    /// (``TurboSparkStatus/refused``, ...). A `catch` clause can match it by
-    /// name: `catch TurboSparkStatus.refused`.
-    public let status: TurboSparkStatus
+    /// (``TsffiStatus/refused``, ...). A `catch` clause can match it by
+    /// name: `catch TsffiStatus.refused`.
+    public let status: TsffiStatus
     /// The calling thread's `tsffi_last_error` message, verbatim.
     public let message: String
     /// The C function that failed (`"tsffi_speculation_plan"`, ...).
     public let function: String
 
     /// An error with this status and message, as thrown by `function`.
-    public init(status: TurboSparkStatus, message: String, function: String) {
+    public init(status: TsffiStatus, message: String, function: String) {
         self.status = status
         self.message = message
         self.function = function
     }
 
     // The status codes under their former place, as the same values, so code
-    // written as `error.status == TurboSparkError.refused` (or `catch
-    // TurboSparkError.refused`) keeps compiling.
-    /// ``TurboSparkStatus/ok``.
-    public static let ok = TurboSparkStatus.ok
-    /// ``TurboSparkStatus/invalidArgument``.
-    public static let invalidArgument = TurboSparkStatus.invalidArgument
-    /// ``TurboSparkStatus/refused``.
-    public static let refused = TurboSparkStatus.refused
-    /// ``TurboSparkStatus/json``.
-    public static let json = TurboSparkStatus.json
-    /// ``TurboSparkStatus/internal``.
-    public static let `internal` = TurboSparkStatus.internal
-    /// ``TurboSparkStatus/runtime``.
-    public static let runtime = TurboSparkStatus.runtime
+    // written as `error.status == TsffiError.refused` (or `catch
+    // TsffiError.refused`) keeps compiling.
+    /// ``TsffiStatus/ok``.
+    public static let ok = TsffiStatus.ok
+    /// ``TsffiStatus/invalidArgument``.
+    public static let invalidArgument = TsffiStatus.invalidArgument
+    /// ``TsffiStatus/refused``.
+    public static let refused = TsffiStatus.refused
+    /// ``TsffiStatus/json``.
+    public static let json = TsffiStatus.json
+    /// ``TsffiStatus/internal``.
+    public static let `internal` = TsffiStatus.internal
+    /// ``TsffiStatus/runtime``.
+    public static let runtime = TsffiStatus.runtime
 
-    /// True for the refusal of a named block (``TurboSparkStatus/refused``).
+    /// True for the refusal of a named block (``TsffiStatus/refused``).
     public var isRefused: Bool { status == .refused }
 
-    /// The header's name of ``status`` (its ``TurboSparkStatus/description``).
+    /// The header's name of ``status`` (its ``TsffiStatus/description``).
     public var statusName: String { status.description }
 
     public var description: String { "\(function): \(status) (\(status.rawValue)): \(message)" }
@@ -133,13 +133,13 @@ public struct TurboSparkError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The calling thread's last error, read right after `function` returned
     /// `status`. Must be called on the thread that made the call, with no
     /// suspension point in between: the message is per thread.
-    static func last(status: Int32, function: String) -> TurboSparkError {
-        TurboSparkError(status: TurboSparkStatus(rawValue: status), message: lastErrorMessage(),
+    static func last(status: Int32, function: String) -> TsffiError {
+        TsffiError(status: TsffiStatus(rawValue: status), message: lastErrorMessage(),
                         function: function)
     }
 }
 
-extension TurboSparkError: LocalizedError {
+extension TsffiError: LocalizedError {
     /// The library's message, verbatim: what `localizedDescription` shows.
     public var errorDescription: String? { message }
 }

@@ -1,9 +1,11 @@
 /* A stand-in for the engine's library (tests only): every function the
  * engine exports, each returning TS_STANDIN_STATUS and leaving its own
  * recognisable last error ("stand-in engine: <function>"), kept per thread
- * like the engine's. Loaded before libtsffi, it is what a GUI
- * process holds: if any of this library's calls reached one of these, or
- * this library's errors reached the engine's ts_last_error, a test sees it. */
+ * like the engine's. The tests build it as the engine ships, a static
+ * libturbospark_ffi.a (tests/engine_standin.py), and link it into a host
+ * beside libtsffi, as the engine's app would: if any of this library's calls
+ * reached one of these, or this library's errors reached the engine's
+ * ts_last_error, a test sees it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
-import CTurboSparkFFI
+import CTsffi
 import Foundation
 import Testing
-import TurboSparkFFI
+import SpeculationPreview
 
 /// Calls from many Swift tasks (and plain threads) at once agree with the
 /// single-threaded answers, errors included: the last error is per thread
@@ -31,7 +31,7 @@ import TurboSparkFFI
     }
 
     static func answer(_ c: Case) -> Outcome<PlanResult> {
-        Outcome { try TurboSpark.speculationPlan(modelDir: c.modelDir, options: c.options) }
+        Outcome { try Tsffi.speculationPlan(modelDir: c.modelDir, options: c.options) }
     }
 
     @Test func taskGroupCallsAgreeWithTheSingleThreadedAnswer() async throws {
@@ -41,7 +41,7 @@ import TurboSparkFFI
         let expected = cases.map(Self.answer)
         // Both outcomes occur, so both paths are exercised concurrently.
         #expect(expected.contains { if case .failed(let e) = $0 { e.isRefused } else { false } })
-        #expect(expected.contains { if case .failed(let e) = $0 { e.status == TurboSparkStatus.invalidArgument } else { false } })
+        #expect(expected.contains { if case .failed(let e) = $0 { e.status == TsffiStatus.invalidArgument } else { false } })
         #expect(expected.contains { if case .ok = $0 { true } else { false } })
 
         let tasks = 8, callsPerTask = 200
@@ -80,17 +80,17 @@ import TurboSparkFFI
                     for call in 0..<callsPerTask {
                         let value = -Double(task * 1000 + call + 1)
                         let outcome = Outcome {
-                            try TurboSpark.resolveSpeculation(options: Options(temperature: value))
+                            try Tsffi.resolveSpeculation(options: Options(temperature: value))
                         }
                         guard case .failed(let error) = outcome,
-                              error.status == TurboSparkStatus.invalidArgument,
+                              error.status == TsffiStatus.invalidArgument,
                               error.message.hasPrefix("temperature: got \(Int(value))")
                         else {
                             bad.append("task \(task) call \(call): \(outcome)")
                             continue
                         }
                         let ok = Outcome {
-                            try TurboSpark.resolveSpeculation(options: Options(speculation: .block(call % 15 + 1)))
+                            try Tsffi.resolveSpeculation(options: Options(speculation: .block(call % 15 + 1)))
                         }
                         if ok != .ok(SpeculationPlan(block: call % 15 + 1, drafter: .mtp, reason: nil)) {
                             bad.append("task \(task) call \(call): \(ok)")

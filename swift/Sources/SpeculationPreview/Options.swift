@@ -6,25 +6,89 @@ import Foundation
 /// read off its resident index), `.mtp` (the checkpoint's own head, a token at
 /// a time) or `.dflash` (the DFlash2 block drafter, opt-in). In results it is
 /// what was resolved, `.mtp` or `.dflash`.
-public enum SpeculativeDrafter: String, Codable, Sendable, Hashable, CaseIterable {
+public enum SpeculativeDrafter: String, Codable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case auto
     case mtp
     case dflash
+
+    /// The drafter an engine spelling names: `"auto"`, `"mtp"` or `"dflash"`,
+    /// exactly (case-sensitive), as the engine's open reads
+    /// `speculativeDrafter` (docs/ENGINE.md section 5); nil for any other
+    /// text. For an app's own raw values, e.g. `SpeculativeDrafter(app.drafter.rawValue)`.
+    /// Nil says only "not a spelling": the library's refusal of the same
+    /// text, sent as JSON, is the message to show.
+    public init?(_ spelling: String) {
+        self.init(rawValue: spelling)
+    }
+
+    /// The engine's spelling (`"mtp"`).
+    public var description: String { rawValue }
 }
 
 /// Whether and how far a run drafts ahead (the option key `speculation`).
 ///
 /// `.auto`: draft if the install can, and say why not when it cannot. `.off`:
 /// never. `.block(n)`: draft `n` tokens per round, or fail naming the reason
-/// (a ``TurboSparkError`` with status ``TurboSparkStatus/refused``). A block
+/// (a ``TsffiError`` with status ``TsffiStatus/refused``). A block
 /// outside 1...15 (0 included) is an invalid option, as the engine's parser
-/// says: the library refuses it with ``TurboSparkStatus/invalidArgument``,
+/// says: the library refuses it with ``TsffiStatus/invalidArgument``,
 /// naming the range, before it reads any install. Any `Int` is passed through
 /// as it is, so that message is the library's.
-public enum Speculation: Sendable, Hashable, Codable {
+public enum Speculation: Sendable, Hashable, Codable, CustomStringConvertible {
     case auto
     case off
     case block(Int)
+
+    /// The blocks the engine's open accepts: block B verifies B+1 rows and
+    /// the batched verify's cap is 16 (docs/ENGINE.md section 3).
+    public static let allowedBlocks: ClosedRange<Int> = 1...15
+
+    /// The value an engine spelling names, exactly as the engine's open reads
+    /// a `speculation` string (docs/ENGINE.md section 5): `"auto"` or
+    /// `"off"` in any ASCII case, or a block in 1...15 as ASCII decimal
+    /// digits (leading zeros allowed: `"02"` is block 2); nil for any other
+    /// text (`"0"`, `"16"`, `" 2"`, `"+2"`, `"2.0"`, `""`, non-ASCII digits
+    /// or letters). For an app's own raw values, e.g.
+    /// `Speculation(app.speculationMode.rawValue)`. Nil says only "not a
+    /// spelling": the library's refusal of the same text, sent as JSON, is
+    /// the message to show.
+    public init?(_ spelling: String) {
+        let bytes = Array(spelling.utf8)
+        // ASCII only, before any case folding: Unicode lowercasing maps some
+        // non-ASCII letters onto ASCII ones, which the engine does not.
+        guard !bytes.isEmpty, bytes.allSatisfy({ $0 < 0x80 }) else {
+            return nil
+        }
+        let folded = String(decoding: bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        if folded == "auto" {
+            self = .auto
+        } else if folded == "off" {
+            self = .off
+        } else if bytes.allSatisfy({ (0x30...0x39).contains($0) }) {
+            // Leading zeros dropped first, so a long run of them is still a
+            // small number and nothing overflows.
+            let digits = bytes.drop { $0 == 0x30 }
+            guard digits.count <= 2,
+                  let block = Int(String(decoding: digits, as: UTF8.self)),
+                  Self.allowedBlocks.contains(block)
+            else {
+                return nil
+            }
+            self = .block(block)
+        } else {
+            return nil
+        }
+    }
+
+    /// The engine's spelling: `"auto"`, `"off"`, or the block in decimal
+    /// (`"2"`). What ``init(_:)`` reads back for every value it can make.
+    public var description: String {
+        switch self {
+        case .auto: "auto"
+        case .off: "off"
+        case .block(let n): String(n)
+        }
+    }
 
     /// `"auto"`, `"off"`, or the block as a JSON integer: the engine's keys.
     public func encode(to encoder: Encoder) throws {
@@ -68,7 +132,7 @@ public enum Speculation: Sendable, Hashable, Codable {
 /// (the option key `engineBlocker`). Three states, because the library
 /// distinguishes them:
 ///
-/// - `.absent`: the key is not sent; ``TurboSpark/speculationPlan(modelDir:options:)``
+/// - `.absent`: the key is not sent; ``Tsffi/speculationPlan(modelDir:options:)``
 ///   previews the blocker from the install's files.
 /// - `.none`: sent as `null`: the engine reported no blocker.
 /// - `.reason(text)`: the engine's reason, sent verbatim.
@@ -136,7 +200,7 @@ public struct Options: Sendable, Hashable, Encodable {
 
     /// The options as one JSON object string (keys sorted), e.g.
     /// `{"speculation":2,"speculativeDrafter":"dflash","temperature":0}`.
-    public func json() throws(TurboSparkError) -> String {
+    public func json() throws(TsffiError) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(
@@ -144,8 +208,8 @@ public struct Options: Sendable, Hashable, Encodable {
         do {
             return String(decoding: try encoder.encode(self), as: UTF8.self)
         } catch {
-            throw TurboSparkError(status: .internal,
-                                  message: "TurboSparkFFI could not encode the options as JSON: \(error)",
+            throw TsffiError(status: .internal,
+                                  message: "SpeculationPreview could not encode the options as JSON: \(error)",
                                   function: "Options.json")
         }
     }
