@@ -191,6 +191,12 @@ def libsystem_tbd(root: Path, symbols: list[str]) -> Path:
         f"install-name: '{SYSTEM_LIBRARY}'\ncurrent-version: 1311\n"
         f"exports:\n  - targets: [ {targets} ]\n"
         f"    symbols: [ {', '.join(repr(n) for n in names)} ]\n...\n")
+    # As in Apple's SDK: -ldl, -lpthread, -lc and -lm name libSystem too, and
+    # its install name's file has a stub of its own.
+    for alias in ("dl", "pthread", "c", "m", "System.B"):
+        link = target.parent / f"lib{alias}.tbd"
+        if not link.is_symlink():
+            link.symlink_to(target.name)
     return target
 
 
