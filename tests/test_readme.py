@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import LIBRARY, ROOT
 from seed_texts import DFLASH_NOTE
 
 README = ROOT / "README.md"
@@ -28,6 +28,7 @@ RUNNABLE = ("sh", "c", "swift", "python")
 TIMEOUT = 900
 
 NOTE = DFLASH_NOTE  # the seed's text, transcribed once
+LIBRARY_FILE = LIBRARY.name
 NOTE_IN_JSON = json.dumps(NOTE)[1:-1]
 
 
@@ -195,7 +196,23 @@ def run_bundle_app(workdir, user_env, **_):
     assert not (workdir / "dist").exists() and (workdir / "moved" / "app").exists()
 
 
-RUNNERS = {"ci": run_ci, "c-app": run_c_app, "c-build": run_c_build, "c-choices": run_c_choices,
+def run_python_check(pip_installed, user_env, **_):
+    """From a copy of the checkout (pip_installed's source), with the
+    installed venv's python3 first on PATH: the described Python is accepted
+    and build.json names its libpython."""
+    import sysconfig
+    source = pip_installed.source
+    shutil.rmtree(source / "build" / "check", ignore_errors=True)
+    out = run_block(BY_NAME["python-check"], source, user_env).stdout
+    printed, text = out.split("\n", 1)  # ffi_build.py prints where it wrote build.json
+    assert printed == "build/check/build.json"
+    spec = json.loads(text)
+    assert spec["libraries"][-1] == f"python{sysconfig.get_config_var('VERSION')}"
+    assert spec["output"] == str(source / "build" / "check" / LIBRARY_FILE)
+    assert json.loads((source / "python.json").read_text())["base_prefix"]
+
+
+RUNNERS = {"ci": run_ci, "python-check": run_python_check, "c-app": run_c_app, "c-build": run_c_build, "c-choices": run_c_choices,
            "python": run_python,
            "swift-build": run_swift_build, "swift-snippet": run_swift_snippet,
            "bundle-app": run_bundle_app}
