@@ -114,6 +114,20 @@ def exports_symbol(path: str | os.PathLike, name: str) -> bool:
     return all(any(s.name == name for s in binary.exported_symbols) for binary in fat)
 
 
+def _zero_header_padding(binary) -> None:
+    """Zero the bytes between the end of the load commands and the first
+    section of __TEXT (the header padding), through LIEF's own patching."""
+    header = binary.header
+    start = (32 if header.magic.name.endswith("64") else 28) + header.sizeof_cmds
+    text = binary.get_segment("__TEXT")
+    if text is None or text.file_offset != 0:
+        return
+    first = min((section.offset for section in text.sections if section.offset),
+                default=start)
+    if first > start:
+        binary.patch_address(text.virtual_address + start, [0] * (first - start))
+
+
 def relocate_macho(path: str | os.PathLike, *, install_name: str | None,
                    renames: dict[str, str], rpaths: list[str]) -> None:
     """Rewrite the Mach-O file at `path` in place, every slice alike: its
@@ -158,6 +172,15 @@ def relocate_macho(path: str | os.PathLike, *, install_name: str | None,
         fat.write(str(tmp))
         if not tmp.is_file():
             raise BundleError(f"LIEF wrote nothing for {path.name}")
+        # A second pass over what was written, changing no load command:
+        # LIEF leaves the bytes of removed or moved commands in the header's
+        # padding (seen: a whole old LC_LOAD_DYLIB naming the build's
+        # /Library/Frameworks Python), which would ship a path of the
+        # machine that built it. The padding is unused by definition; zeroed.
+        lief, written = _parse(tmp)
+        for binary in written:
+            _zero_header_padding(binary)
+        written.write(str(tmp))
         os.chmod(tmp, 0o755)
         os.replace(tmp, path)
     finally:

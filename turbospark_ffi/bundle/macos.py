@@ -113,6 +113,10 @@ def find_python(home: str | os.PathLike) -> MacPython:
                           ".pyc files")
     candidates = [root / "Python", root / "lib" / f"libpython{version}.dylib"]
     library = next((p for p in candidates if p.is_file()), None)
+    linux = sorted((root / "lib").glob(f"libpython{version}*.so*"))
+    if library is None and linux:
+        raise BundleError(f"--python-home {given} is a Linux Python ({linux[0].name}): "
+                          "--python-home must be a macOS Python when the library is Mach-O")
     if library is None:
         raise BundleError(f"--python-home {given} has no shared Python library (looked for "
                           f"{', '.join(str(p) for p in candidates)}): a static build such as "
