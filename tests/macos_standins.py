@@ -2,6 +2,8 @@
 framework of real Mach-O files linked by zig (PyPI `ziglang`), the real
 standard library's .py files, and cffi's own macOS wheel from PyPI.
 
+    <dest>/Python.framework/
+      Python -> Versions/Current/Python, Versions/Current -> 3.11
     <dest>/Python.framework/Versions/3.11/
       Python                       dylib, install name as python.org's:
                                    /Library/Frameworks/Python.framework/Versions/3.11/Python
@@ -153,6 +155,8 @@ def build_python_framework(dest: Path, *, archs: list[str], wheel: Path,
 
     _universal(home / "Python", archs, python)
     (home / "lib" / f"libpython{PY}.dylib").symlink_to("../Python")
+    (home.parent / "Current").symlink_to(PY)
+    (home.parent.parent / "Python").symlink_to("Versions/Current/Python")
     running_dynload = Path(sysconfig.get_path("stdlib")) / "lib-dynload"
     if modules is None:
         modules = sorted({p.name.split(".")[0] for p in running_dynload.glob("*.so")})

@@ -658,6 +658,10 @@ def test_a_macho_library_needs_a_macos_python(inputs, tmp_path, capsys):
     text.write_text("not a library\n")
     err = _fails(capsys, [out, "--library", str(text), "--python-home", str(home)])
     assert "is neither an ELF (Linux) nor a Mach-O (macOS) library" in err
+    err = _fails(capsys, [out, "--python-home", str(home)])  # this package's ELF library
+    assert "a Linux bundle carries the Python running this command" in err
+    err = _fails(capsys, [out, "--library", str(tmp_path / "nowhere.dylib")])
+    assert "--library" in err and "is not a file" in err
     assert not (tmp_path / "out").exists()
 
 
@@ -748,3 +752,16 @@ def test_force_replaces_an_earlier_macos_bundle(built, inputs, tmp_path, capsys)
     assert (out / "Contents" / "Resources" / "tsffi-python" / "turbospark_bundle.txt").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
     assert stat.S_IMODE((out / "sign.sh").stat().st_mode) == 0o755
+
+
+def test_a_framework_folder_means_its_current_version(built, inputs, tmp_path):
+    """--python-home Python.framework is its Versions/Current: the same
+    bundle as from Versions/X.Y."""
+    home, library, _ = inputs
+    framework = home.parent.parent
+    assert framework.name == "Python.framework"
+    info = bundle_mod.write_bundle(tmp_path / "b", library=library, python_home=framework)
+    app, _, _ = built
+    assert info.extension_modules == EXPECTED_EXTENSIONS
+    for rel in ("Contents/Frameworks/libtsffi.dylib", f"Contents/Frameworks/libpython{PY}.dylib"):
+        assert (tmp_path / "b" / rel).read_bytes() == (app / rel).read_bytes(), rel
