@@ -29,6 +29,7 @@ from pathlib import Path
 from . import macos
 from .common import BundleError
 from .elf import elf_dynamic, is_elf, set_rpath_origin, strip_elf
+from .macho import is_macho
 from .probe import header_constants, probe_calls, run_probe
 
 __all__ = ["BundleInfo", "write_bundle", "MARKER"]
@@ -201,7 +202,6 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
     `verify`: load the written bundle and compare its answers (the Linux
     layout only: a macOS bundle is loaded first inside the signed app)."""
     from .. import native
-    from . import macho
 
     out = Path(out_dir).absolute()
     if out.exists():
@@ -241,7 +241,7 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
 
         def write(work: Path, scratch: Path) -> BundleInfo:
             return _write(work, sources=sources, scratch=scratch, verify=verify)
-    elif macho.is_macho(library):
+    elif is_macho(library):
         if python_home is None:
             if sys.platform != "darwin":
                 raise BundleError(f"{library.name} is a Mach-O (macOS) library and this Python "
