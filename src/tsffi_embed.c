@@ -612,10 +612,45 @@ static int tsffi_check_search_path(struct tsffi_layout *L) {
     return 0;
 }
 
+/* Inside a Mac app (turbospark-ffi bundle given a Mach-O library; see
+ * turbospark_ffi/bundle/macos.py): Apple wants code under Contents/Frameworks and
+ * data under Contents/Resources, so the interpreter is split between them --
+ * Frameworks/libtsffi.dylib (this library), Frameworks/tsffi-python/ (extension
+ * modules, cffi's backend) and Resources/tsffi-python/ (home: marker, standard
+ * library zip, the package). Nothing here depends on the platform, so the
+ * lookup is the same on Linux, where tests/test_bundle_macos.py runs it.
+ * 1: found and filled in; 0: not this layout; -1: a path too long. */
+#define TSFFI_APP_DIRNAME "tsffi-python" /* bundle/macos.py APP_DIRNAME */
+
+static int tsffi_find_app_layout(const char *lib_dir, struct tsffi_layout *L) {
+    char up[PATH_MAX], contents[PATH_MAX], marker[PATH_MAX], code[PATH_MAX];
+    if (snprintf(up, sizeof up, "%s/..", lib_dir) >= (int)sizeof up)
+        return -1;
+    if (realpath(up, contents) == NULL ||
+        !tsffi_join(marker, sizeof marker, contents,
+                    "Resources/" TSFFI_APP_DIRNAME "/turbospark_bundle.txt") ||
+        !tsffi_is_file(marker))
+        return 0;
+    L->bundled = 1;
+    if (!tsffi_join(L->home, sizeof L->home, contents, "Resources/" TSFFI_APP_DIRNAME) ||
+        !tsffi_join(code, sizeof code, contents, "Frameworks/" TSFFI_APP_DIRNAME) ||
+        !tsffi_join(L->stdlib_zip, sizeof L->stdlib_zip, L->home, TSFFI_BUILD_STDLIB_ZIP_NAME) ||
+        !tsffi_join(L->stdlib, sizeof L->stdlib, L->home, "lib/" TSFFI_BUILD_PYTHON_DIRNAME) ||
+        !tsffi_join(L->dynload, sizeof L->dynload, code, "lib-dynload") ||
+        !tsffi_join(L->package_parent, sizeof L->package_parent, L->home, "site-packages") ||
+        !tsffi_join(L->cffi_dir, sizeof L->cffi_dir, code, "site-packages"))
+        return -1;
+    return 1;
+}
+
 static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
     char probe[PATH_MAX];
     char up[PATH_MAX];
+    int app;
     memset(L, 0, sizeof *L);
+    app = tsffi_find_app_layout(lib_dir, L);
+    if (app != 0)
+        return app > 0 ? 0 : -1;
     /* Bundle: <root>/lib/libtsffi.so and <root>/python/. */
     if (snprintf(up, sizeof up, "%s/..", lib_dir) >= (int)sizeof up)
         return -1;
