@@ -1,22 +1,35 @@
 """Build libtsffi: include/tsffi.h + src/*.c + the
 Python package, through cffi's embedding mode.
 
-    python ffi_build.py            # builds turbospark_ffi/libtsffi.so in place
+    python ffi_build.py            # builds turbospark_ffi/libtsffi.so (.dylib) in place
+    python ffi_build.py --emit-c DIR [--platform darwin|linux] [--python-config FILE.json]
+                                   # writes the generated C and DIR/build.json, builds nothing
+    python ffi_build.py --inputs   # the files the library is made of, one a line
 
 In a fixed order, as cffi's own embedding examples: declare (from the header,
 which is the one source of the signatures), init code, source, compile. The
 result lands inside the package, beside a copy of the header, so that an
 installed package carries everything a native host needs.
+
+What the build passes to the compiler and linker is data, computed by one
+function (`build_spec`) from a platform and a description of a Python (its
+sysconfig, as `describe_python()` returns it, or as the same one-liner prints it
+on another machine): the in-place build uses it, and `--emit-c` prints it, so
+what is printed is what is built. setuptools adds, as for any extension, the
+compiler driver, the Python's own CFLAGS/LDSHARED and `-arch` flags (ARCHFLAGS).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import re
 import shutil
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
@@ -33,7 +46,13 @@ C_SOURCES = (ROOT / "src" / "tsffi_embed.c", ROOT / "src" / "tsffi_index_scan.c"
 LIBRARY_INPUTS = (HEADER, *C_SOURCES, ROOT / "ffi_build.py")
 PACKAGE = ROOT / "turbospark_ffi"
 MODULE_NAME = "_turbospark_ffi_embedded"
-RPATH_ORIGIN = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
+# The platforms whose linker rules the build knows: ELF (GNU ld / lld) and
+# Mach-O (Apple's ld64 / ld-prime). Any other system is built as "linux" (ELF).
+PLATFORMS = ("darwin", "linux")
+# The keys of build.json, in order: a distutils Extension's fields (what cffi's
+# set_source takes) plus the file it writes and the slices setuptools builds.
+SPEC_KEYS = ("sources", "include_dirs", "define_macros", "libraries", "library_dirs",
+             "extra_compile_args", "extra_link_args", "output", "archs")
 
 # Declarations only the build and the init code share: the Python side of
 # the dispatcher. Not public, so not in the header.
@@ -164,63 +183,139 @@ def cdef_from_header(text: str) -> str:
     return body
 
 
-def require_shared_libpython() -> None:
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        sys.exit(
-            "ffi_build: this Python (%s) has no shared libpython, which an embedded "
-            "interpreter needs (the C host links it). Install a Python built with "
-            "--enable-shared (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install "
-            "3.11; Debian: libpython3.11-dev) and build with that one." % sys.executable)
+class BuildRefused(Exception):
+    """This Python or description cannot be built for: the message says what
+    is missing and what to do. `python ffi_build.py` exits 1 with it."""
 
 
-def build_defines() -> str:
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    stdlib = sysconfig.get_path("stdlib")
+def host_platform() -> str:
+    return "darwin" if sys.platform == "darwin" else "linux"
+
+
+def describe_python() -> dict[str, Any]:
+    """The running Python, in the shape `--python-config` reads: what
+    `python3 -c 'import json,sys,sysconfig; print(json.dumps({"vars":
+    sysconfig.get_config_vars(), "paths": sysconfig.get_paths(), "base_prefix":
+    sys.base_prefix}, default=str))'` prints on the machine that has it."""
+    return {"vars": sysconfig.get_config_vars(), "paths": sysconfig.get_paths(),
+            "base_prefix": sys.base_prefix, "source": sys.executable or "this Python"}
+
+
+def read_python_config(path: str | os.PathLike) -> dict[str, Any]:
+    """A described Python from FILE.json, checked for what the build reads."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise BuildRefused(f"--python-config {path}: cannot read it as JSON ({exc}); accepts "
+                           "the JSON object the sysconfig one-liner in ffi_build.py prints")
+    if not isinstance(data, dict):
+        raise BuildRefused(f"--python-config {path}: got a JSON {type(data).__name__}; accepts "
+                           'an object with "vars", "paths" and "base_prefix"')
+    for key, kind in (("vars", dict), ("paths", dict), ("base_prefix", str)):
+        if not isinstance(data.get(key), kind):
+            raise BuildRefused(f"--python-config {path}: {key!r} is missing or not a JSON "
+                               f"{'object' if kind is dict else 'string'} (got "
+                               f"{type(data.get(key)).__name__}); accepts the object the "
+                               "sysconfig one-liner in ffi_build.py prints")
+    data["source"] = str(path)
+    return data
+
+
+# What the build reads of a description; a missing one is named.
+_REQUIRED_VARS = ("VERSION", "MACHDEP", "LIBDIR", "INCLUDEPY")
+_REQUIRED_PATHS = ("stdlib",)
+
+
+def _var(python: dict[str, Any], name: str) -> Any:
+    return python["vars"].get(name)
+
+
+def _required(python: dict[str, Any]) -> None:
+    for name in _REQUIRED_VARS:
+        if not _var(python, name):
+            raise BuildRefused(f"the Python described by {python['source']} has no sysconfig "
+                               f"variable {name} (the build needs {', '.join(_REQUIRED_VARS)})")
+    for name in _REQUIRED_PATHS:
+        if not python["paths"].get(name):
+            raise BuildRefused(f"the Python described by {python['source']} has no sysconfig "
+                               f"path {name!r}")
+
+
+def _is_framework(python: dict[str, Any]) -> bool:
+    return bool(_var(python, "PYTHONFRAMEWORK"))
+
+
+def libpython_dir(python: dict[str, Any], platform: str) -> str:
+    """The directory the Python's shared interpreter is loaded from, or
+    BuildRefused when it has none.
+
+    An embedded interpreter needs a libpython to link and load. A framework
+    build (python.org, Homebrew) has Py_ENABLE_SHARED = 0: the framework's
+    `Versions/X.Y/<PYTHONFRAMEWORK>` IS the shared library (CPython's
+    configure refuses --enable-shared with --enable-framework), and LIBDIR's
+    libpythonX.Y.dylib is a symlink to it. A Python with neither (pyenv's
+    default build) has only a static libpython: refused, naming both fixes."""
+    _required(python)
+    machdep = _var(python, "MACHDEP")
+    if (machdep == "darwin") != (platform == "darwin"):
+        raise BuildRefused(f"the Python described by {python['source']} is a {machdep} Python "
+                           f"(MACHDEP = {machdep!r}); --platform {platform} needs a "
+                           f"{'darwin' if platform == 'darwin' else 'non-darwin'} one")
+    version = _var(python, "VERSION")
+    if platform == "darwin" and _is_framework(python):
+        prefix = _var(python, "PYTHONFRAMEWORKPREFIX")
+        fwdir = _var(python, "PYTHONFRAMEWORKDIR")
+        if not prefix or not fwdir:
+            raise BuildRefused(f"the framework Python described by {python['source']} has no "
+                               "PYTHONFRAMEWORKPREFIX/PYTHONFRAMEWORKDIR to find its library by")
+        return f"{prefix}/{fwdir}/Versions/{version}"
+    if _var(python, "Py_ENABLE_SHARED"):
+        return _var(python, "LIBDIR")
+    raise BuildRefused(
+        f"this Python ({python['source']}) cannot host an embedded interpreter: it has no "
+        "shared libpython (Py_ENABLE_SHARED = 0) and is not a framework build "
+        "(PYTHONFRAMEWORK is empty), so there is no libpython for the library to link and "
+        "load; its libpython is static (pyenv's default build is). Use a Python configured "
+        "with --enable-shared or, on macOS, --enable-framework (pyenv: "
+        f"PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install {version}, or "
+        "PYTHON_CONFIGURE_OPTS=--enable-framework; python.org's and Homebrew's Pythons are "
+        f"framework builds; Debian: libpython{version}-dev), and build with that one.")
+
+
+def _c_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def build_defines(python: dict[str, Any], platform: str) -> list[tuple[str, str]]:
+    """The paths of the described Python the C reads (TSFFI_BUILD_*).
+
+    The home, standard library and extension-module directory as they were
+    at build time, and the same three relative to the directory libpython is
+    loaded from: at load time the library finds them beside the libpython
+    actually loaded (src/tsffi_embed.c, tsffi_python_home), so a Python moved
+    with its files (Homebrew's versioned Cellar path on `brew upgrade`) keeps
+    working; the absolute ones are the fallback."""
+    version = _var(python, "VERSION")
+    stdlib = python["paths"]["stdlib"]
     dynload = os.path.join(stdlib, "lib-dynload")
     if not os.path.isdir(dynload):
-        dynload = sysconfig.get_config_var("DESTSHARED") or dynload
+        dynload = _var(python, "DESTSHARED") or dynload
+    home = python["base_prefix"]
+    anchor = libpython_dir(python, platform)
     values = {
-        "TSFFI_BUILD_PYTHON_HOME": sys.base_prefix,
+        "TSFFI_BUILD_PYTHON_HOME": home,
         "TSFFI_BUILD_STDLIB": stdlib,
         "TSFFI_BUILD_DYNLOAD": dynload,
         "TSFFI_BUILD_PYTHON_DIRNAME": f"python{version}",
         "TSFFI_BUILD_STDLIB_ZIP_NAME": f"python{version.replace('.', '')}.zip",
+        "TSFFI_BUILD_PYTHON_VERSION": version,
+        "TSFFI_BUILD_FRAMEWORK_NAME": _var(python, "PYTHONFRAMEWORK") or "",
+        "TSFFI_BUILD_LIBPYTHON_DIR": anchor,
+        "TSFFI_BUILD_HOME_FROM_LIBPYTHON": os.path.relpath(home, anchor),
+        "TSFFI_BUILD_STDLIB_FROM_LIBPYTHON": os.path.relpath(stdlib, anchor),
+        "TSFFI_BUILD_DYNLOAD_FROM_LIBPYTHON": os.path.relpath(dynload, anchor),
     }
-
-    def c_string(value: str) -> str:
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    return "".join(f"#define {k} {c_string(v)}\n" for k, v in values.items())
-
-
-def make_ffi(tmpdir: Path):
-    import cffi
-
-    ffi = cffi.FFI()
-    ffi.cdef(cdef_from_header(HEADER.read_text()))
-    ffi.cdef(INTERNAL_CDEF)
-    ffi.embedding_init_code(INIT_CODE)
-    libdir = sysconfig.get_config_var("LIBDIR")
-    ffi.set_source(
-        MODULE_NAME,
-        build_defines() + "\n".join(source.read_text() for source in C_SOURCES),
-        include_dirs=[str(HEADER.parent)],
-        libraries=["dl", "pthread"],
-        # -g0: debug information records the build directory (for pip, a
-        # deleted temporary one) and the build machine's include paths; an
-        # installed library carries no path of the machine that built it
-        # beyond the Python home it runs against.
-        extra_compile_args=["-O2", "-g0", "-Wall", "-Wno-unused-function",
-                            "-Wno-format-truncation"],
-        # rpath: $ORIGIN first, so a relocatable bundle (libpython copied
-        # beside the library) finds its own copy; then the libpython this was
-        # built with, wherever the host runs from. The bundle (bundle/elf.py) cuts the second
-        # entry out of a bundled copy. nodelete: Python cannot be unloaded,
-        # so neither can we.
-        extra_link_args=[f"-Wl,-rpath,{RPATH_ORIGIN}:{libdir}", "-Wl,-z,nodelete",
-                         *export_link_args(tmpdir)],
-    )
-    return ffi
+    return [(name, _c_string(value)) for name, value in values.items()]
 
 
 def exported_functions(text: str) -> list[str]:
@@ -229,38 +324,153 @@ def exported_functions(text: str) -> list[str]:
     return re.findall(r"^TSFFI_API\s+[^;(]*?\b(tsffi_[a-z0-9_]+)\s*\(", text, re.M)
 
 
-def export_link_args(tmpdir: Path) -> list[str]:
+def exported_names() -> list[str]:
+    """Every symbol the library exports: the header's functions, and the
+    module init cffi generates (PyInit_<module>: cffi's start-up calls it, and
+    CPython's PyMODINIT_FUNC declares it exported). Nothing else."""
+    return [*exported_functions(HEADER.read_text()), f"PyInit_{MODULE_NAME}"]
+
+
+def export_link_args(platform: str, workdir: Path) -> list[str]:
     """Only the header's functions leave the library, and its own references
     to them bind inside it.
 
     The process this library is for also holds the engine's library and
     whatever else a GUI links; a name exported twice resolves to whichever
-    was loaded first. `--version-script` keeps every other symbol (cffi's
-    module init included: cffi calls it directly) out of the dynamic table;
-    `-Bsymbolic-functions` binds the library's calls to its own functions at
-    link time, so no library loaded before it can take them over. (Mach-O's
-    two-level namespace already binds each reference to its own image.)"""
-    if sys.platform == "darwin":
-        return []
-    names = [*exported_functions(HEADER.read_text()), f"PyInit_{MODULE_NAME}"]
-    script = tmpdir.resolve() / "exports.map"  # the link runs inside tmpdir
+    was loaded first. ELF: `--version-script` keeps every other symbol out of
+    the dynamic table; `-Bsymbolic-functions` binds the library's calls to
+    its own functions at link time, so no library loaded before it can take
+    them over. Mach-O: `-exported_symbols_list` (one `_name` a line, the C
+    names with the Mach-O underscore) is ld64's equivalent; its two-level
+    namespace already binds each reference to its own image."""
+    names = exported_names()
+    workdir = workdir.resolve()  # the link runs inside workdir
+    if platform == "darwin":
+        listing = workdir / "exports.txt"
+        listing.write_text("".join(f"_{name}\n" for name in names))
+        return [f"-Wl,-exported_symbols_list,{listing}"]
+    script = workdir / "exports.map"
     script.write_text("{\n  global:\n%s  local: *;\n};\n"
                       % "".join(f"    {name};\n" for name in names))
     return [f"-Wl,--version-script={script}", "-Wl,-Bsymbolic-functions"]
 
 
-def library_filename() -> str:
-    return library_name()
+def darwin_archs(python: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+    """The slices setuptools builds on macOS: ARCHFLAGS' `-arch` names when
+    set (`ARCHFLAGS="-arch arm64 -arch x86_64"` builds a universal library),
+    else those of the Python's own CFLAGS (python.org's universal2 Python
+    has both), else none (the compiler's default: the machine's)."""
+    environ = os.environ if environ is None else environ
+    flags = environ.get("ARCHFLAGS")
+    if flags is None:
+        flags = str(_var(python, "CFLAGS") or "")
+    return re.findall(r"-arch\s+(\S+)", flags)
 
 
-def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool = False) -> Path:
-    require_shared_libpython()
+def build_spec(platform: str, python: dict[str, Any], workdir: Path,
+               environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Everything the build passes to the compiler and linker for `platform`
+    and the described Python, as build.json holds it. Writes the export list
+    into `workdir` (where the C source and the output go too)."""
+    if platform not in PLATFORMS:
+        raise BuildRefused(f"platform {platform!r} is not one this build knows; accepts "
+                           f"{' or '.join(PLATFORMS)}")
+    defines = build_defines(python, platform)  # refuses a Python without a libpython first
+    pythonlib = f"python{_var(python, 'VERSION')}{_var(python, 'ABIFLAGS') or ''}"
+    libdir = _var(python, "LIBDIR")
+    output = workdir.resolve() / library_name(platform)
+    # -g0: debug information records the build directory (for pip, a
+    # deleted temporary one) and the build machine's include paths; an
+    # installed library carries no path of the machine that built it
+    # beyond the Python home it runs against.
+    compile_args = ["-O2", "-g0", "-Wall", "-Wno-unused-function"]
+    if platform == "darwin":
+        # Apple's linker rules (there is no -z, and no `a:b` rpath list):
+        # the id is @rpath/ + the file name, so a host linked with
+        # `turbospark-ffi config --libs` (or an app that embeds the library
+        # and carries its own rpath) records a name dyld resolves from
+        # anywhere; -rpath takes one path each: @loader_path first, so a
+        # copy of libpython beside the library wins, then the Python's
+        # library directory (python-build-standalone's libpython is
+        # @rpath/libpythonX.Y.dylib; a framework's id is absolute). Room to
+        # rewrite install names later (install_name_tool, the bundle).
+        # Python is never unloaded: a Mach-O image that links it is not
+        # unloaded in practice, and a host wanting certainty dlopens with
+        # RTLD_NODELETE (ELF's -z nodelete has no ld64 equivalent).
+        libraries = [pythonlib]
+        link_args = [f"-Wl,-install_name,@rpath/{library_name(platform)}",
+                     "-Wl,-rpath,@loader_path", f"-Wl,-rpath,{libdir}",
+                     "-Wl,-headerpad_max_install_names",
+                     *export_link_args(platform, workdir)]
+        archs = darwin_archs(python, environ)
+    else:
+        compile_args.append("-Wno-format-truncation")  # GCC's; what snprintf cuts is checked
+        libraries = ["dl", "pthread", pythonlib]
+        # rpath: $ORIGIN first, so a relocatable bundle (libpython copied
+        # beside the library) finds its own copy; then the libpython this was
+        # built with, wherever the host runs from. The bundle (bundle/elf.py)
+        # overwrites the whole entry with $ORIGIN in a bundled copy. nodelete:
+        # Python cannot be unloaded, so neither can we.
+        link_args = [f"-Wl,-rpath,$ORIGIN:{libdir}", "-Wl,-z,nodelete",
+                     *export_link_args(platform, workdir)]
+        archs = []
+    return {
+        "sources": [str(workdir.resolve() / f"{MODULE_NAME}.c")],
+        "include_dirs": [str(HEADER.parent), _var(python, "INCLUDEPY")],
+        "define_macros": defines,
+        "libraries": libraries,
+        # setuptools adds -L LIBDIR only when Py_ENABLE_SHARED is set, so a
+        # framework build would link -lpythonX.Y with no search path.
+        "library_dirs": [libdir],
+        "extra_compile_args": compile_args,
+        "extra_link_args": link_args,
+        "output": str(output),
+        "archs": archs,
+    }
+
+
+def make_ffi(spec: dict[str, Any]):
+    """cffi's declarations, init code and source, with the spec's flags."""
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(cdef_from_header(HEADER.read_text()))
+    ffi.cdef(INTERNAL_CDEF)
+    ffi.embedding_init_code(INIT_CODE)
+    ffi.set_source(
+        MODULE_NAME,
+        "\n".join(source.read_text() for source in C_SOURCES),
+        # cffi names the generated C file itself ("sources" lists it).
+        # Copies: cffi appends its own libpython to `libraries` when it is missing.
+        **{key: list(spec[key]) for key in SPEC_KEYS if key not in ("sources", "output", "archs")})
+    return ffi
+
+
+def emit_c(out_dir: Path, platform: str, python: dict[str, Any] | None = None) -> Path:
+    """Write the generated C and out_dir/build.json for `platform` and the
+    described Python (default: this one); build nothing. Returns build.json."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spec = build_spec(platform, python or describe_python(), out_dir)
+    import contextlib
+    with contextlib.redirect_stdout(sys.stderr):  # cffi says "generating <file>"
+        make_ffi(spec).emit_c_code(spec["sources"][0])
+    target = out_dir / "build.json"
+    target.write_text(json.dumps(spec, indent=2) + "\n")
+    return target
+
+
+def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool = False,
+          python: dict[str, Any] | None = None) -> Path:
+    """Build the library for this machine into package_dir. `python`: the
+    Python to link and embed, as describe_python() gives it (default: this
+    one; a test builds against a copy of it)."""
     tmpdir = tmpdir or ROOT / "build" / "cffi"
     tmpdir.mkdir(parents=True, exist_ok=True)
-    ffi = make_ffi(tmpdir)
-    built = Path(ffi.compile(tmpdir=str(tmpdir), target=f"lib{LINK_NAME}.*",
+    spec = build_spec(host_platform(), python or describe_python(), tmpdir)
+    ffi = make_ffi(spec)
+    built = Path(ffi.compile(tmpdir=str(tmpdir), target=Path(spec["output"]).name,
                              verbose=verbose))
-    target = package_dir / library_filename()
+    target = package_dir / library_name()
     tmp_target = target.with_suffix(target.suffix + ".tmp")
     shutil.copy2(built, tmp_target)
     # Atomic replace: a host with the old library mapped keeps its copy.
@@ -278,8 +488,36 @@ def build(package_dir: Path = PACKAGE, tmpdir: Path | None = None, verbose: bool
     return target
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--inputs"]:  # for shell scripts: one path a line
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ffi_build.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--inputs", action="store_true",
+                        help="print the files the library is made of, one a line")
+    parser.add_argument("--emit-c", metavar="DIR", type=Path,
+                        help="write the generated C and DIR/build.json; build nothing")
+    parser.add_argument("--platform", choices=PLATFORMS, default=host_platform(),
+                        help="the platform whose linker rules apply (default: this machine's)")
+    parser.add_argument("--python-config", metavar="FILE.json", type=Path,
+                        help="the Python to build for, as the sysconfig one-liner prints it "
+                             "(default: this Python)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if args.inputs:  # for shell scripts: one path a line
         print("\n".join(map(str, LIBRARY_INPUTS)))
-    else:
-        print(build(verbose="-v" in sys.argv))
+        return 0
+    try:
+        if args.emit_c is None:
+            if args.python_config is not None or args.platform != host_platform():
+                parser.error("--platform and --python-config describe what --emit-c writes; "
+                             "the build itself is for this machine and this Python")
+            print(build(verbose=args.verbose))
+        else:
+            python = read_python_config(args.python_config) if args.python_config else None
+            print(emit_c(args.emit_c, args.platform, python))
+    except BuildRefused as refused:
+        print(f"ffi_build: {refused}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tsffi.h"
 
@@ -416,15 +417,52 @@ static int tsffi_holds_cffi_backend(const char *dir) {
     return found;
 }
 
-/* 0 when others than the owner may write to path (group or world write
- * bits): anyone who can may put modules in it, and they would run in every
- * host of this library. */
-static int tsffi_only_owner_writes(const char *path, unsigned *mode) {
+/* Whom a directory the interpreter imports from must answer to: anyone who
+ * can add or replace a module in it runs code in every host of this library.
+ * Trusted: owned by root or by this process's effective user; not writable
+ * by everyone; writable by its group only when that group is root's (gid 0)
+ * or, on macOS, admin (gid 80), whose members can become root anyway
+ * (python.org's installer leaves its framework root:admin 0775). */
+#define TSFFI_ROOT_GID 0
+#if defined(__APPLE__)
+#define TSFFI_ADMIN_GID         80
+#define TSFFI_PRIVILEGED_GROUPS "root's (gid 0) or admin (gid 80)"
+#else
+#define TSFFI_PRIVILEGED_GROUPS "root's (gid 0)"
+#endif
+
+static int tsffi_privileged_group(gid_t gid) {
+#if defined(__APPLE__)
+    if (gid == TSFFI_ADMIN_GID)
+        return 1;
+#endif
+    return gid == TSFFI_ROOT_GID;
+}
+
+/* 1 when path may be imported from (or does not exist: nothing to plant in,
+ * and the import says what is missing); else 0, with why (owner, group, mode
+ * and the rule it breaks) written to why. */
+static int tsffi_trusted_dir(const char *path, char *why, size_t cap) {
     struct stat st;
+    const char *broken = NULL;
+    uid_t euid = geteuid();
     if (stat(path, &st) != 0)
-        return 1; /* absent: nothing to plant in; the import says what is missing */
-    *mode = (unsigned)(st.st_mode & 07777);
-    return (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+        return 1;
+    if (st.st_uid != 0 && st.st_uid != euid)
+        broken = "its owner is neither root nor the user this process runs as";
+    else if (st.st_mode & S_IWOTH)
+        broken = "everyone may write to it";
+    else if ((st.st_mode & S_IWGRP) && !tsffi_privileged_group(st.st_gid))
+        broken = "its group may write to it and is not " TSFFI_PRIVILEGED_GROUPS;
+    if (broken == NULL)
+        return 1;
+    snprintf(why, cap,
+             "owner uid %u, group gid %u, mode %04o: %s (this process runs as uid %u). A "
+             "directory Python code is imported from must be owned by root or by that user, "
+             "not writable by everyone, and writable by its group only if the group is %s",
+             (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777), broken,
+             (unsigned)euid, TSFFI_PRIVILEGED_GROUPS);
+    return 0;
 }
 
 /* Where the interpreter's files are, decided from this library's own path.
@@ -444,12 +482,175 @@ struct tsffi_layout {
     char package_parent[PATH_MAX];
     char stdlib_zip[PATH_MAX];
     int bundled;
+    /* The libpython loaded into this process ("" when dladdr could not name
+     * one), and the standard library expected beside it ("" when none). */
+    char libpython[PATH_MAX];
+    char stdlib_beside[PATH_MAX];
 };
+
+/* Whether the file dladdr named is a libpython of the X.Y this was built
+ * for, and not, say, a host executable with the interpreter linked in: a
+ * framework's Versions/X.Y/<framework name>, or libpythonX.Y<anything>. */
+static int tsffi_is_libpython(const char *path) {
+    const char *base = strrchr(path, '/');
+    size_t n = strlen(TSFFI_BUILD_PYTHON_VERSION);
+    base = base != NULL ? base + 1 : path;
+    if (TSFFI_BUILD_FRAMEWORK_NAME[0] != '\0' && strcmp(base, TSFFI_BUILD_FRAMEWORK_NAME) == 0) {
+        /* .../Versions/X.Y/Python */
+        size_t dir_len = (size_t)(base - path) - 1;
+        return base > path && dir_len >= n + 10 &&
+               strncmp(path + dir_len - n, TSFFI_BUILD_PYTHON_VERSION, n) == 0 &&
+               strncmp(path + dir_len - n - 10, "/Versions/", 10) == 0;
+    }
+    return strncmp(base, "libpython", 9) == 0 &&
+           strncmp(base + 9, TSFFI_BUILD_PYTHON_VERSION, n) == 0 &&
+           (base[9 + n] < '0' || base[9 + n] > '9');
+}
+
+/* The interpreter's files, found from the libpython actually loaded into
+ * this process, so that a Python moved with its files keeps working:
+ * Homebrew's framework lives under a versioned Cellar path that changes on
+ * every `brew upgrade`, and a home baked in at build time would name the
+ * deleted one. The build records where the home, standard library and
+ * extension modules were relative to the directory libpython was loaded from
+ * (ffi_build.build_defines: a framework's Versions/X.Y, else LIBDIR); the
+ * same relative paths from where it is now are used when a standard library
+ * is there. Otherwise the paths baked in at build time stand, and the
+ * interpreter's start says what is missing where. */
+static void tsffi_python_home(struct tsffi_layout *L) {
+    Dl_info py;
+    char loaded[PATH_MAX], dir[PATH_MAX], path[PATH_MAX], home[PATH_MAX], stdlib[PATH_MAX];
+    char *slash;
+    snprintf(L->home, sizeof L->home, "%s", TSFFI_BUILD_PYTHON_HOME);
+    snprintf(L->stdlib, sizeof L->stdlib, "%s", TSFFI_BUILD_STDLIB);
+    snprintf(L->dynload, sizeof L->dynload, "%s", TSFFI_BUILD_DYNLOAD);
+    if (dladdr((void *)&Py_IsInitialized, &py) == 0 || py.dli_fname == NULL ||
+        realpath(py.dli_fname, loaded) == NULL || !tsffi_is_libpython(loaded))
+        return;
+    snprintf(L->libpython, sizeof L->libpython, "%s", loaded);
+    snprintf(dir, sizeof dir, "%s", loaded);
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    if (!tsffi_join(path, sizeof path, dir, TSFFI_BUILD_STDLIB_FROM_LIBPYTHON))
+        return;
+    snprintf(L->stdlib_beside, sizeof L->stdlib_beside, "%s", path);
+    if (realpath(path, stdlib) == NULL || !tsffi_is_dir(stdlib) ||
+        !tsffi_join(path, sizeof path, dir, TSFFI_BUILD_HOME_FROM_LIBPYTHON) ||
+        realpath(path, home) == NULL)
+        return;
+    snprintf(L->home, sizeof L->home, "%s", home);
+    snprintf(L->stdlib, sizeof L->stdlib, "%s", stdlib);
+    if (tsffi_join(path, sizeof path, dir, TSFFI_BUILD_DYNLOAD_FROM_LIBPYTHON) &&
+        realpath(path, L->dynload) == NULL)
+        snprintf(L->dynload, sizeof L->dynload, "%s", path);
+}
+
+/* Before starting an interpreter of our own: the libpython loaded is the X.Y
+ * this was built for, and its standard library is where the layout says.
+ * CPython aborts the whole process when it cannot find its standard library;
+ * look first, and refuse with a message instead. */
+static int tsffi_check_python(const struct tsffi_layout *L) {
+    const char *version = Py_GetVersion(); /* callable before initialization */
+    size_t n = strlen(TSFFI_BUILD_PYTHON_VERSION);
+    char check[PATH_MAX];
+    if (strncmp(version, TSFFI_BUILD_PYTHON_VERSION, n) != 0 ||
+        (version[n] >= '0' && version[n] <= '9')) {
+        size_t shown = strcspn(version, " ");
+        tsffi_runtime_fail("the libpython loaded into this process (%s) is Python %.*s, but this "
+                           "library was built for Python %s (whose home was %s); rebuild the "
+                           "library against the Python installed now",
+                           L->libpython[0] != '\0' ? L->libpython : "found by dladdr: none",
+                           (int)shown, version, TSFFI_BUILD_PYTHON_VERSION,
+                           TSFFI_BUILD_PYTHON_HOME);
+        return -1;
+    }
+    if (!tsffi_join(check, sizeof check, L->stdlib, "os.py") ||
+        (!tsffi_is_file(check) && !tsffi_is_file(L->stdlib_zip))) {
+        if (!L->bundled && L->stdlib_beside[0] != '\0' && strcmp(L->stdlib_beside, L->stdlib) != 0)
+            tsffi_runtime_fail("the Python standard library is neither at %s (beside the "
+                               "libpython loaded from %s) nor at %s (this library was built "
+                               "against the Python %s whose home was %s); reinstall that Python "
+                               "or rebuild the library against the Python installed now",
+                               L->stdlib_beside, L->libpython, L->stdlib,
+                               TSFFI_BUILD_PYTHON_VERSION, TSFFI_BUILD_PYTHON_HOME);
+        else
+            tsffi_runtime_fail("the Python standard library is not at %s (this library was built "
+                               "against the Python whose home is %s; reinstall that Python or "
+                               "rebuild the library against the Python installed now)",
+                               L->stdlib, L->home);
+        return -1;
+    }
+    return 0;
+}
+
+/* The directories the interpreter will import from, each trusted
+ * (tsffi_trusted_dir). The package's, the standard library's and the
+ * extension modules' are needed, and so is a bundle's home, which holds the
+ * zipped standard library: one that is not trusted is refused, naming it.
+ * The fallback cffi directory is only a candidate: left out (and a missing
+ * cffi is reported). */
+static int tsffi_check_search_path(struct tsffi_layout *L) {
+    const char *needed[4];
+    char why[512];
+    int i, count = 0;
+    needed[count++] = L->package_parent;
+    needed[count++] = L->stdlib;
+    needed[count++] = L->dynload;
+    if (L->bundled)
+        needed[count++] = L->home;
+    for (i = 0; i < count; i++) {
+        if (!tsffi_trusted_dir(needed[i], why, sizeof why)) {
+            tsffi_runtime_fail("refusing to import Python code from %s: %s", needed[i], why);
+            return -1;
+        }
+    }
+    if (L->cffi_dir[0] != '\0' &&
+        (!tsffi_is_dir(L->cffi_dir) || !tsffi_trusted_dir(L->cffi_dir, why, sizeof why)))
+        L->cffi_dir[0] = '\0';
+    return 0;
+}
+
+/* Inside a Mac app (turbospark-ffi bundle given a Mach-O library; see
+ * turbospark_ffi/bundle/macos.py): Apple wants code under Contents/Frameworks and
+ * data under Contents/Resources, so the interpreter is split between them --
+ * Frameworks/libtsffi.dylib (this library), Frameworks/tsffi-python/ (extension
+ * modules, cffi's backend) and Resources/tsffi-python/ (home: marker, standard
+ * library zip, the package). Nothing here depends on the platform, so the
+ * lookup is the same on Linux, where tests/test_bundle_macos.py runs it.
+ * 1: found and filled in; 0: not this layout; -1: a path too long. */
+#define TSFFI_APP_DIRNAME "tsffi-python" /* bundle/macos.py APP_DIRNAME */
+
+static int tsffi_find_app_layout(const char *lib_dir, struct tsffi_layout *L) {
+    char up[PATH_MAX], contents[PATH_MAX], marker[PATH_MAX], code[PATH_MAX];
+    if (snprintf(up, sizeof up, "%s/..", lib_dir) >= (int)sizeof up)
+        return -1;
+    if (realpath(up, contents) == NULL ||
+        !tsffi_join(marker, sizeof marker, contents,
+                    "Resources/" TSFFI_APP_DIRNAME "/turbospark_bundle.txt") ||
+        !tsffi_is_file(marker))
+        return 0;
+    L->bundled = 1;
+    if (!tsffi_join(L->home, sizeof L->home, contents, "Resources/" TSFFI_APP_DIRNAME) ||
+        !tsffi_join(code, sizeof code, contents, "Frameworks/" TSFFI_APP_DIRNAME) ||
+        !tsffi_join(L->stdlib_zip, sizeof L->stdlib_zip, L->home, TSFFI_BUILD_STDLIB_ZIP_NAME) ||
+        !tsffi_join(L->stdlib, sizeof L->stdlib, L->home, "lib/" TSFFI_BUILD_PYTHON_DIRNAME) ||
+        !tsffi_join(L->dynload, sizeof L->dynload, code, "lib-dynload") ||
+        !tsffi_join(L->package_parent, sizeof L->package_parent, L->home, "site-packages") ||
+        !tsffi_join(L->cffi_dir, sizeof L->cffi_dir, code, "site-packages"))
+        return -1;
+    return 1;
+}
 
 static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
     char probe[PATH_MAX];
     char up[PATH_MAX];
+    int app;
     memset(L, 0, sizeof *L);
+    app = tsffi_find_app_layout(lib_dir, L);
+    if (app != 0)
+        return app > 0 ? 0 : -1;
     /* Bundle: <root>/lib/libtsffi.so and <root>/python/. */
     if (snprintf(up, sizeof up, "%s/..", lib_dir) >= (int)sizeof up)
         return -1;
@@ -479,9 +680,7 @@ static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
             return -1;
         *slash = '\0';
     }
-    snprintf(L->home, sizeof L->home, "%s", TSFFI_BUILD_PYTHON_HOME);
-    snprintf(L->stdlib, sizeof L->stdlib, "%s", TSFFI_BUILD_STDLIB);
-    snprintf(L->dynload, sizeof L->dynload, "%s", TSFFI_BUILD_DYNLOAD);
+    tsffi_python_home(L);
     /* cffi's backend: beside the package (pip installs both into one
      * site-packages), else in the site-packages of the Python home this was
      * built against. Decided here, from what exists: where cffi was while the
@@ -515,43 +714,9 @@ static int tsffi_set_wide(PyConfig *config, wchar_t **field, const char *value) 
 static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
     PyConfig config;
     PyStatus status;
-    char check[PATH_MAX];
 
-    /* CPython aborts the whole process when it cannot find its standard
-     * library; look first, and refuse with a message instead. */
-    if (!tsffi_join(check, sizeof check, L->stdlib, "os.py") ||
-        (!tsffi_is_file(check) && !tsffi_is_file(L->stdlib_zip))) {
-        tsffi_runtime_fail("the Python standard library is not at %s (this library was built "
-                           "against the Python whose home is %s; reinstall that Python or "
-                           "rebuild the library against the Python installed now)",
-                           L->stdlib, L->home);
+    if (tsffi_check_python(L) != 0 || tsffi_check_search_path(L) != 0)
         return -1;
-    }
-
-    /* Every directory the interpreter will import from must be writable by
-     * its owner only. The package's and the standard library's are needed,
-     * so one that is not is refused, naming it; the fallback cffi directory is
-     * only a candidate, so it is left out (and a missing cffi is reported). */
-    {
-        const char *needed[3];
-        unsigned mode = 0;
-        int i;
-        needed[0] = L->package_parent;
-        needed[1] = L->stdlib;
-        needed[2] = L->dynload;
-        for (i = 0; i < 3; i++) {
-            if (!tsffi_only_owner_writes(needed[i], &mode)) {
-                tsffi_runtime_fail("refusing to import Python code from %s: the directory is "
-                                   "writable by others than its owner (mode %04o); make it "
-                                   "writable by its owner only",
-                                   needed[i], mode);
-                return -1;
-            }
-        }
-        if (L->cffi_dir[0] != '\0' &&
-            (!tsffi_is_dir(L->cffi_dir) || !tsffi_only_owner_writes(L->cffi_dir, &mode)))
-            L->cffi_dir[0] = '\0';
-    }
 
     PyConfig_InitIsolatedConfig(&config);
     config.install_signal_handlers = 0;

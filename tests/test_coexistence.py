@@ -1,12 +1,19 @@
 """Beside the engine in one process (the host this library is made for).
 
 A GUI that previews with this library also holds the engine's library, which
-owns the whole ts_ / TS_ / Ts namespace (docs: the engine's exported names).
-Here a stand-in of that library (swift/Tests/CTurboSpark: every name the
-engine exports, each call returning TS_STANDIN_STATUS with its own last error)
-is loaded BEFORE ours in the three ways a process can, and the whole ABI case
-table must print exactly what it prints alone, while the stand-in's own
-ts_last_error still holds the stand-in's message after all our calls.
+owns the whole ts_ / TS_ / Ts namespace (docs/ENGINE.md section 7) and is
+the static libturbospark_ffi.a its app links (-lturbospark_ffi). Here a
+stand-in of that library (tests/engine_standin.py: every name the engine
+exports, each call returning TS_STANDIN_STATUS with its own last error) is
+in the process BEFORE ours in the three ways it can be -- linked into the
+executable as the app links it (its names exported, first in the global
+scope), LD_PRELOAD, dlopen(RTLD_GLOBAL) -- and the whole ABI case table must
+print exactly what it prints alone, while the stand-in's own ts_last_error
+still holds the stand-in's message after all our calls.
+
+One program links both libraries, -lturbospark_ffi and -ltsffi, whichever
+directory and library comes first; with this library under its former file
+name (libturbospark_ffi.so) no search order links (the names' proof, kept).
 
 Also: the library exports nothing but the header's functions, binds its own
 references to itself (a library exporting OUR names, preloaded, changes
@@ -16,6 +23,7 @@ while its threads are inside the library gets children that answer promptly.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -24,11 +32,14 @@ from pathlib import Path
 import pytest
 
 import abi_cases
+import engine_standin
 from abi_cases import CASES
-from conftest import HEADER, LIBRARY, ROOT, compile_c_host
+from conftest import C_FLAGS, HEADER, LIBRARY, compile_c_host
+from engine_standin import ENGINE_ARCHIVE, ENGINE_LINK_NAME, STANDIN_DIR
+from seed_texts import DFLASH_NOTE
+from turbospark_ffi.native import LINK_NAME, library_name
 
 C_DIR = Path(__file__).resolve().parent / "c"
-STANDIN_DIR = ROOT / "swift" / "Tests" / "CTurboSpark"
 TIMEOUT = 120
 
 ENGINE_BEFORE = "engine open status=77"
@@ -41,7 +52,7 @@ def run(cmd, env=None) -> subprocess.CompletedProcess:
 
 def shared_library(source: Path, out: Path, *, std: str = "c11") -> Path:
     cmd = ["cc", f"-std={std}", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared",
-           f"-I{STANDIN_DIR / 'include'}", "-o", str(out), str(source)]
+           f"-I{STANDIN_DIR}", "-o", str(out), str(source)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return out
@@ -53,9 +64,16 @@ def work(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def archive(work) -> Path:
+    """The engine's stand-in as the engine ships it: libturbospark_ffi.a."""
+    return engine_standin.static_archive(work / "engine")
+
+
+@pytest.fixture(scope="module")
 def standin(work) -> Path:
-    """The engine's stand-in, under the engine's library name."""
-    return shared_library(STANDIN_DIR / "engine_standin.c", work / "libturbospark.so")
+    """The same code as a shared object, to load into a process first (the
+    engine itself is never one: this is the harsher case)."""
+    return engine_standin.shared_object(work / "preload" / "engine_standin.so")
 
 
 @pytest.fixture(scope="module")
@@ -79,15 +97,20 @@ def alone(work, case_path) -> list[str]:
     return lines
 
 
-def engine_first_linked(work, standin, cases) -> list:
+def engine_linked_in(work, archive, cases) -> list:
+    # As the engine's Swift package links it (-force_load): the whole
+    # archive, into the executable, whose symbols are exported (as every
+    # executable's are on macOS) and so first in the process's scope.
     host = compile_c_host(
-        C_DIR / "case_host.c", work / "host_engine_linked_first", link_library=False,
-        extra=["-DTSFFI_HOST_ENGINE_PROBE", "-Wl,--no-as-needed", f"-L{standin.parent}", "-lturbospark",
-               f"-L{LIBRARY.parent}", "-ltsffi",
-               f"-Wl,-rpath,{standin.parent}:{LIBRARY.parent}"])
+        C_DIR / "case_host.c", work / "host_engine_linked_in", link_library=False,
+        extra=["-DTSFFI_HOST_ENGINE_PROBE", f"-L{archive.parent}", "-Wl,--whole-archive",
+               f"-l{ENGINE_LINK_NAME}", "-Wl,--no-whole-archive", "-Wl,--export-dynamic",
+               f"-L{LIBRARY.parent}", f"-l{LINK_NAME}", f"-Wl,-rpath,{LIBRARY.parent}"])
+    dynamic = run(["nm", "-D", "--defined-only", host]).stdout.decode()
+    # The point of this host: the engine's names are the executable's own.
+    assert re.search(r" T ts_session_open$", dynamic, re.M), dynamic
     needed = re.findall(r"NEEDED.*\[(.+)\]", run(["readelf", "-d", host]).stdout.decode())
-    # The point of this host: the engine comes first in its search order.
-    assert needed.index("libturbospark.so") < needed.index("libtsffi.so"), needed
+    assert library_name() in needed and not [n for n in needed if "turbospark" in n], needed
     return [host, cases]
 
 
@@ -103,13 +126,13 @@ def engine_dlopened_global(work, standin, cases) -> list:
     return ["env", f"TSFFI_TEST_LOAD_FIRST={standin}", host, cases, LIBRARY]
 
 
-WAYS = {"linked-first": engine_first_linked, "ld-preload": engine_preloaded,
+WAYS = {"linked-in": engine_linked_in, "ld-preload": engine_preloaded,
         "dlopen-global-first": engine_dlopened_global}
 
 
 @pytest.mark.parametrize("way", WAYS)
-def test_whole_table_beside_the_engine(way, work, standin, case_path, alone):
-    result = run(WAYS[way](work, standin, case_path))
+def test_whole_table_beside_the_engine(way, work, archive, standin, case_path, alone):
+    result = run(WAYS[way](work, archive if way == "linked-in" else standin, case_path))
     assert result.stderr == b"" and result.returncode == 0, (result.stdout[-2000:], result.stderr)
     lines = result.stdout.decode().splitlines()
     # The stand-in answered its own call before ours ran...
@@ -196,10 +219,94 @@ def test_both_headers_in_one_translation_unit(compiler, std, tmp_path):
     source = tmp_path / ("both.cpp" if compiler.endswith("++") else "both.c")
     source.write_text(HEADERS_TOGETHER)
     cmd = [compiler, std, "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
-           f"-I{STANDIN_DIR / 'include'}", f"-I{HEADER.parent}", "-o", str(tmp_path / "both.o"),
+           f"-I{STANDIN_DIR}", f"-I{HEADER.parent}", "-o", str(tmp_path / "both.o"),
            str(source)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# ---------------------------------------------------------------------------
+# One program, both libraries: the engine's -lturbospark_ffi and our -ltsffi.
+
+# What tests/c/both_libraries.c calls of each.
+ENGINE_CALLS = {"ts_session_open", "ts_last_error", "ts_abi_version"}
+OUR_CALLS = {"tsffi_speculation_plan", "tsffi_abi_version", "tsffi_string_free"}
+
+DIR_ORDERS = ["engine-dir-first", "library-dir-first"]
+
+
+@pytest.fixture(scope="module")
+def both_object(work) -> Path:
+    obj = work / "both_libraries.o"
+    result = run(["cc", *C_FLAGS, "-c", f"-I{STANDIN_DIR}", f"-I{HEADER.parent}", "-o", obj,
+                  C_DIR / "both_libraries.c"])
+    assert result.returncode == 0, result.stderr.decode()
+    return obj
+
+
+@pytest.fixture(scope="module")
+def our_dir(work) -> Path:
+    """This library alone in a directory (a link to the built one), so that
+    nothing else in the build tree is on the search path."""
+    directory = work / "tsffi-lib"
+    directory.mkdir()
+    (directory / library_name()).symlink_to(LIBRARY)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def former_dir(work) -> Path:
+    """This library under its former file name, libturbospark_ffi.so: the
+    engine's library name, which no search order can link beside it."""
+    directory = work / "former-lib"
+    directory.mkdir()
+    former = directory / f"lib{ENGINE_LINK_NAME}.so"
+    shutil.copy(LIBRARY, former)
+    return directory
+
+
+def link_both(obj: Path, out: Path, dirs: list[Path], libs: list[str]) -> subprocess.CompletedProcess:
+    cmd = ["cc", "-o", str(out), str(obj), *[f"-L{d}" for d in dirs], *[f"-l{lib}" for lib in libs],
+           f"-Wl,-rpath,{LIBRARY.parent}", "-lpthread", "-ldl"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize("order", DIR_ORDERS)
+def test_under_the_former_file_name_no_search_order_links_both(order, work, both_object, archive,
+                                                                former_dir):
+    """Both libraries named libturbospark_ffi: the app's -lturbospark_ffi (the
+    engine's) and -lturbospark_ffi (ours, formerly) both find the FIRST
+    directory's file, and the other library's functions are undefined."""
+    assert archive.name == ENGINE_ARCHIVE
+    engine_first = order == "engine-dir-first"
+    dirs = [archive.parent, former_dir] if engine_first else [former_dir, archive.parent]
+    result = link_both(both_object, work / f"former_{order}", dirs, [ENGINE_LINK_NAME] * 2)
+    assert result.returncode != 0, result.stdout
+    undefined = set(re.findall(r"undefined reference to `(\w+)'", result.stderr))
+    assert undefined == (OUR_CALLS if engine_first else ENGINE_CALLS), result.stderr
+
+
+@pytest.mark.parametrize("libs", [[ENGINE_LINK_NAME, LINK_NAME], [LINK_NAME, ENGINE_LINK_NAME]],
+                         ids=["engine-lib-first", "library-lib-first"])
+@pytest.mark.parametrize("order", DIR_ORDERS)
+def test_one_program_links_both_in_any_order(order, libs, work, both_object, archive, our_dir,
+                                             sample_dflash, codes):
+    """libturbospark_ffi.a and libtsffi: every directory order and library
+    order links, and each library answers its own calls."""
+    dirs = [archive.parent, our_dir] if order == "engine-dir-first" else [our_dir, archive.parent]
+    exe = work / f"both_{order}_{libs[0]}"
+    result = link_both(both_object, exe, dirs, libs)
+    assert result.returncode == 0, result.stderr
+    out = run([exe, sample_dflash])
+    assert out.returncode == 0 and out.stderr == b"", out.stderr
+    lines = out.stdout.decode().splitlines()
+    assert lines[0] == "engine open status=77 last_error=stand-in engine: ts_session_open abi=41"
+    preview = re.fullmatch(r"preview status=0 abi=(\d+) plan=(.+)", lines[1])
+    assert preview and int(preview.group(1)) == codes["TSFFI_ABI_VERSION"], lines[1]
+    plan = json.loads(preview.group(2))
+    assert plan["speculation"] == {"block": None, "drafter": None, "reason": DFLASH_NOTE}
+    assert plan["drafter"]["note"] == DFLASH_NOTE
+    assert lines[2:] == ["engine last_error=stand-in engine: ts_session_open"]
 
 
 # ---------------------------------------------------------------------------

@@ -42,7 +42,8 @@ LAYERS = {
     "plan": 6,
     "wire": 7,
     "_abi": 8, "_boot": 8, "cli": 8, "install_writer": 8, "native": 8, "__main__": 8,
-    "bundle": 8, "bundle.elf": 8, "bundle.probe": 8, "bundle.write": 8,
+    "bundle": 8, "bundle.common": 8, "bundle.elf": 8, "bundle.macho": 8, "bundle.macos": 8,
+    "bundle.probe": 8, "bundle.write": 8,
 }
 
 

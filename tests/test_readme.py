@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import LIBRARY, ROOT
 from seed_texts import DFLASH_NOTE
 
 README = ROOT / "README.md"
@@ -33,6 +33,7 @@ RUNNABLE = ("sh", "c", "swift", "python")
 TIMEOUT = 900
 
 NOTE = DFLASH_NOTE  # the seed's text, transcribed once
+LIBRARY_FILE = LIBRARY.name
 NOTE_IN_JSON = json.dumps(NOTE)[1:-1]
 
 
@@ -186,30 +187,44 @@ let package = Package(
     name: "Snippet",
     dependencies: [.package(path: "%s")],
     targets: [.executableTarget(name: "Snippet",
-                                dependencies: [.product(name: "TurboSparkFFI", package: "swift")])]
+                                dependencies: [.product(name: "SpeculationPreview", package: "swift")])]
 )
 """
 
 
-def run_swift_snippet(workdir, user_env, pip_installed, **_):
-    """The Swift block, compiled in a package of its own that depends on the
-    checkout's swift/ package, and called on the DFlash2-only sample."""
+def _run_swift(workdir, user_env, pip_installed, main_swift: str) -> str:
+    """Compile `main_swift` in a package of its own that depends on the
+    checkout's swift/ package, run it on the DFlash2-only sample, and return
+    what it printed."""
     repo = _swift_checkout(workdir)
     package = workdir / "snippet"
     (package / "Sources" / "Snippet").mkdir(parents=True)
     (package / "Package.swift").write_text(SNIPPET_PACKAGE % (repo / "swift"))
-    (package / "Sources" / "Snippet" / "main.swift").write_text(
-        BY_NAME["swift-snippet"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n"
-        'print(try optionsAreValid("{}"), try optionsAreValid(#"{"speculation": 16}"#),\n'
-        '      try optionsAreValid("{nope"))\n')
+    (package / "Sources" / "Snippet" / "main.swift").write_text(main_swift)
     env = dict(user_env)
     pc = workdir / "pc"
     run_block(f'turbospark-ffi config --pkg-config-dir "{pc}"', workdir, env)
     env["PKG_CONFIG_PATH"] = str(pc)
     libdir = pip_installed.site / "turbospark_ffi"
     run_block(f'swift build -Xlinker -rpath -Xlinker "{libdir}"', package, env)
-    out = run_block(f'.build/debug/Snippet "{samples(pip_installed) / "dflash"}"', package, env)
-    assert out.stdout == NOTE + "\ntrue false false\n"
+    return run_block(f'.build/debug/Snippet "{samples(pip_installed) / "dflash"}"', package,
+                     env).stdout
+
+
+def run_swift_snippet(workdir, user_env, pip_installed, **_):
+    """docs/swift.md's block: the plan, and which options are valid."""
+    out = _run_swift(workdir, user_env, pip_installed,
+                     BY_NAME["swift-snippet"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n"
+                     'print(try optionsAreValid("{}"), try optionsAreValid(#"{"speculation": 16}"#),\n'
+                     '      try optionsAreValid("{nope"))\n')
+    assert out == NOTE + "\ntrue false false\n"
+
+
+def run_swift_readme(workdir, user_env, pip_installed, **_):
+    """The README's Swift block prints the DFlash2 note, as its comment says."""
+    out = _run_swift(workdir, user_env, pip_installed,
+                     BY_NAME["swift-readme"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n")
+    assert out == NOTE + "\n"
 
 
 def run_bundle_app(workdir, user_env, **_):
@@ -218,10 +233,27 @@ def run_bundle_app(workdir, user_env, **_):
     assert not (workdir / "dist").exists() and (workdir / "moved" / "app").exists()
 
 
-RUNNERS = {"ci": run_ci, "c-app": run_c_app, "c-build": run_c_build,
+def run_python_check(pip_installed, user_env, **_):
+    """From a copy of the checkout (pip_installed's source), with the
+    installed venv's python3 first on PATH: the described Python is accepted
+    and build.json names its libpython."""
+    import sysconfig
+    source = pip_installed.source
+    shutil.rmtree(source / "build" / "check", ignore_errors=True)
+    out = run_block(BY_NAME["python-check"], source, user_env).stdout
+    printed, text = out.split("\n", 1)  # ffi_build.py prints where it wrote build.json
+    assert printed == "build/check/build.json"
+    spec = json.loads(text)
+    assert spec["libraries"][-1] == f"python{sysconfig.get_config_var('VERSION')}"
+    assert spec["output"] == str(source / "build" / "check" / LIBRARY_FILE)
+    assert json.loads((source / "python.json").read_text())["base_prefix"]
+
+
+RUNNERS = {"ci": run_ci, "python-check": run_python_check, "c-app": run_c_app, "c-build": run_c_build,
            "c-build-output": run_c_build_output, "c-choices": run_c_choices,
            "python": run_python,
            "swift-build": run_swift_build, "swift-snippet": run_swift_snippet,
+           "swift-readme": run_swift_readme,
            "bundle-app": run_bundle_app}
 
 

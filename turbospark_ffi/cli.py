@@ -885,6 +885,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="replace OUT_DIR if it holds an earlier bundle")
     bundle.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip re-running the import probe against the written bundle")
+    bundle.add_argument("--library", metavar="PATH",
+                        help="the library to bundle (default: this package's); a Mach-O one "
+                             "gets the macOS layout (Contents/Frameworks, Contents/Resources)")
+    bundle.add_argument("--python-home", metavar="PATH",
+                        help="the Python to bundle (default: this one); for a Mach-O library, "
+                             "a macOS Python's prefix or a framework's Versions/X.Y")
     bundle.set_defaults(run=_cmd_bundle)
     return parser
 
@@ -892,7 +898,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_bundle(args: argparse.Namespace) -> int:
     from .bundle import BundleError, write_bundle
     try:
-        info = write_bundle(args.out_dir, force=args.force, verify=args.verify)
+        info = write_bundle(args.out_dir, force=args.force, verify=args.verify,
+                            library=args.library, python_home=args.python_home)
     except (BundleError, OSError) as exc:
         raise _CliError(str(exc)) from None
     print(info.report())

@@ -26,8 +26,11 @@ def include_dir() -> str:
     return os.path.join(package_dir(), "include")
 
 
-def library_name() -> str:
-    suffix = ".dylib" if sys.platform == "darwin" else ".so"
+def library_name(platform: str | None = None) -> str:
+    """The library's file name on `platform` (a sys.platform value; default:
+    this machine's). The build asks for darwin's from Linux (ffi_build.py
+    --emit-c --platform darwin)."""
+    suffix = ".dylib" if (platform or sys.platform) == "darwin" else ".so"
     return f"lib{LINK_NAME}{suffix}"
 
 

@@ -4,7 +4,7 @@ without asking its users to install Python.
 
     OUT_DIR/
       include/tsffi.h
-      module.modulemap                  module CTurboSparkFFI (Swift/Clang)
+      module.modulemap                  module CTsffi (Swift/Clang)
       lib/libtsffi.so          RUNPATH $ORIGIN
       lib/libpython3.11.so.1.0          RUNPATH $ORIGIN
       lib/pkgconfig/tsffi.pc   prefix=${pcfiledir}/../..
@@ -28,13 +28,23 @@ only the written bundle on `sys.path`, and must give the same answers.
 Every ELF file is copied, stripped of what is not loaded (binutils' strip)
 and has its RPATH/RUNPATH rewritten in place to exactly `$ORIGIN`.
 
-Modules: `elf` (reading, rpath rewrite, strip), `probe` (what the library
-imports and answers), `write` (the steps).
+Given a Mach-O library (`--library`, with `--python-home` a macOS Python),
+the same command writes the macOS layout an app drops into its `Contents/`
+instead (bundle/macos.py): code under Contents/Frameworks, Python's files
+under Contents/Resources, every install name `@rpath/...`, a sign.sh and a
+local Swift package. It cannot be loaded here to check it, and says so.
+
+Modules: `elf` (ELF: reading, rpath rewrite, strip) and `macho` (Mach-O:
+reading, install names and rpaths, via LIEF) side by side, each used by one
+layout only; `probe` (what the library imports and answers); `write` (the
+command's entry, the steps both layouts share, the Linux layout); `macos`
+(the macOS layout); `common` (the error both raise).
 """
 
 from __future__ import annotations
 
-from .elf import BundleError, elf_dynamic, set_rpath_origin, strip_elf
+from .common import BundleError
+from .elf import elf_dynamic, set_rpath_origin, strip_elf
 from .write import MARKER, BundleInfo, write_bundle
 
 __all__ = ["BundleError", "BundleInfo", "write_bundle", "set_rpath_origin", "strip_elf",

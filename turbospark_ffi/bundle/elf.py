@@ -17,11 +17,9 @@ import struct
 import subprocess
 from pathlib import Path
 
+from .common import BundleError
+
 __all__ = ["BundleError", "elf_dynamic", "set_rpath_origin", "strip_elf", "is_elf"]
-
-
-class BundleError(Exception):
-    """Why a bundle could not be written: one line, for the user."""
 
 
 class _Elf:

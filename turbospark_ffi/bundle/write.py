@@ -1,8 +1,15 @@
 """Writing a bundle: measure what the library imports, copy exactly that
 (standard library zipped as .pyc, extension modules, libpython, cffi's
-backend, this package), rewrite every rpath to `$ORIGIN`, add the C side, and
-check that the bundle alone gives the same answers. Written beside the target
-and renamed into place, so a failure leaves nothing half-done.
+backend, this package), make every binary load from the bundle, add the C
+side, and check what can be checked. Written beside the target and renamed
+into place, so a failure leaves nothing half-done.
+
+Which layout is written follows the library given: an ELF library gets the
+Linux layout below (rpaths rewritten to `$ORIGIN` by bundle/elf.py, and the
+bundle alone must give the same answers); a Mach-O library gets the macOS
+layout of bundle/macos.py (install names rewritten by bundle/macho.py). The
+steps both share -- measuring the imports, choosing and zipping the standard
+library, this package -- are here, once.
 """
 
 from __future__ import annotations
@@ -19,13 +26,18 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .elf import BundleError, elf_dynamic, is_elf, set_rpath_origin, strip_elf
+from . import macos
+from .common import BundleError
+from .elf import elf_dynamic, is_elf, set_rpath_origin, strip_elf
+from .macho import is_macho
 from .probe import header_constants, probe_calls, run_probe
 
 __all__ = ["BundleInfo", "write_bundle", "MARKER"]
 
 MARKER = "turbospark_bundle.txt"
-MODULE_NAME = "CTurboSparkFFI"
+# Where an earlier bundle's marker is, in either layout (--force replaces only a bundle).
+_MARKERS = (f"python/{MARKER}", f"Contents/Resources/{macos.APP_DIRNAME}/{MARKER}")
+MODULE_NAME = "CTsffi"
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 PYTHON_DIRNAME = f"python{_PY}"                       # TSFFI_BUILD_PYTHON_DIRNAME
 STDLIB_ZIP_NAME = f"python{_PY.replace('.', '')}.zip"  # TSFFI_BUILD_STDLIB_ZIP_NAME
@@ -64,6 +76,8 @@ class BundleInfo:
     extension_modules: list = field(default_factory=list)
     stripped_bytes: int = 0
     system_libs: list = field(default_factory=list)  # needed from the system, beyond glibc
+    system_base: str = "glibc"                       # what every target system has
+    notes: list = field(default_factory=list)        # lines printed after the sizes
 
     def report(self) -> str:
         lines = [f"wrote {self.root}: {_mb(self.total_bytes)} on disk"]
@@ -75,7 +89,9 @@ class BundleInfo:
                      f"{len(self.extension_modules)} extension modules; "
                      f"{_mb(self.stripped_bytes)} of debug info stripped)")
         needs = ", ".join(f"{lib} (by {who})" for lib, who in self.system_libs)
-        lines.append(f"  needs from the system: glibc{', ' + needs if needs else ''}")
+        lines.append(f"  needs from the system: {self.system_base}"
+                     f"{', ' + needs if needs else ''}")
+        lines += self.notes
         return "\n".join(lines)
 
 
@@ -172,11 +188,19 @@ def _package_sources(package: Path) -> list[Path]:
     return out
 
 
-def write_bundle(out_dir: str | os.PathLike, *, force: bool = False,
-                 verify: bool = True) -> BundleInfo:
+def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: bool = True,
+                 library: str | os.PathLike | None = None,
+                 python_home: str | os.PathLike | None = None) -> BundleInfo:
     """Write the bundle to `out_dir` (which must not exist, or be empty, or --
     with `force` -- be an earlier bundle, which is replaced). Written beside
-    it first and renamed into place, so a failure leaves nothing half-done."""
+    it first and renamed into place, so a failure leaves nothing half-done.
+
+    `library`: the C library to bundle (default: this package's own build);
+    an ELF one gets the Linux layout, a Mach-O one the macOS layout.
+    `python_home`: the Python to bundle (default: the one running this); for
+    a macOS layout, a macOS Python's prefix or a framework's Versions/X.Y.
+    `verify`: load the written bundle and compare its answers (the Linux
+    layout only: a macOS bundle is loaded first inside the signed app)."""
     from .. import native
 
     out = Path(out_dir).absolute()
@@ -187,51 +211,65 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False,
             if not force:
                 raise BundleError(f"{out} exists and is not empty (--force replaces an "
                                   "earlier bundle)")
-            if not (out / "python" / MARKER).is_file():
+            if not any((out / marker).is_file() for marker in _MARKERS):
                 raise BundleError(f"{out} is not a bundle; refusing to replace it")
-    if sys.platform != "linux":
-        raise BundleError("bundles are written on Linux only for now (macOS needs install "
-                          "names and code signing; see the README)")
     package = Path(native.package_dir())
-    library = Path(native.library_path())
+    own = Path(native.library_path())
     header = Path(native.include_dir()) / native.HEADER_NAME
+    if library is None:
+        library = own
+        if not library.is_file():
+            raise BundleError(f"the library is not built ({library}); run: python ffi_build.py")
+    library = Path(library).absolute()
     if not library.is_file():
-        raise BundleError(f"the library is not built ({library}); run: python ffi_build.py")
+        raise BundleError(f"--library {library} is not a file")
     if not header.is_file():
         header = package.parent / "include" / native.HEADER_NAME
         if not header.is_file():
             raise BundleError(f"the header {native.HEADER_NAME} is not in {native.include_dir()}")
-    libdir = Path(sysconfig.get_config_var("LIBDIR") or "")
-    soname = sysconfig.get_config_var("INSTSONAME") or ""
-    libpython = libdir / soname
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED") or not libpython.is_file():
-        raise BundleError(f"this Python ({sys.executable}) has no shared libpython")
-    lib_dyn = elf_dynamic(library)
-    if soname not in lib_dyn["needed"]:
-        raise BundleError(f"{library.name} links {', '.join(lib_dyn['needed'])}, not this "
-                          f"Python's {soname}; run the bundle command with the Python the "
-                          "library was built with")
-    if lib_dyn["runpath"] is None and lib_dyn["rpath"] is None:
-        raise BundleError(f"{library.name} has no rpath to rewrite; rebuild it with "
-                          "python ffi_build.py")
-    spec = importlib.util.find_spec("_cffi_backend")
-    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
-        raise BundleError("cffi is not installed in this Python (its _cffi_backend is "
-                          "missing); pip install cffi")
-    cffi_backend = Path(spec.origin)
-    stdlib = Path(sysconfig.get_path("stdlib"))
-    dynload = stdlib / "lib-dynload"
-    if not dynload.is_dir():
-        dynload = Path(sysconfig.get_config_var("DESTSHARED") or dynload)
+
+    if is_elf(library):
+        if sys.platform != "linux":
+            raise BundleError(f"{library.name} is an ELF (Linux) library: write its bundle on "
+                              "Linux")
+        if python_home is not None and \
+                Path(python_home).resolve() != Path(sys.base_prefix).resolve():
+            raise BundleError(f"--python-home {python_home}: a Linux bundle carries the Python "
+                              f"running this command ({sys.base_prefix}); run the command with "
+                              "that Python instead")
+        sources = _linux_sources(package, library, header)
+
+        def write(work: Path, scratch: Path) -> BundleInfo:
+            return _write(work, sources=sources, scratch=scratch, verify=verify)
+    elif is_macho(library):
+        if python_home is None:
+            if sys.platform != "darwin":
+                raise BundleError(f"{library.name} is a Mach-O (macOS) library and this Python "
+                                  f"({sys.executable}) is not a macOS one: pass --python-home "
+                                  "with the macOS Python to bundle (a prefix, or a framework's "
+                                  "Versions/X.Y)")
+            python_home = sys.base_prefix
+        mac = macos.find_python(python_home)
+        macos.check_library(library, mac)
+        if not own.is_file():
+            raise BundleError("measuring what the library imports runs its Python side in this "
+                              f"Python, with this machine's own build of the library ({own}), "
+                              "which is missing; run: python ffi_build.py")
+        # The probe runs here: this Python, this machine's library, the same
+        # package (its imports do not depend on the platform it runs on).
+        probe_sources = _running_python(package, own, header, libpython=None)
+
+        def write(work: Path, scratch: Path) -> BundleInfo:
+            return _write_macos(work, library=library, mac=mac, probe_sources=probe_sources,
+                                scratch=scratch)
+    else:
+        raise BundleError(f"{library} is neither an ELF (Linux) nor a Mach-O (macOS) library")
 
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     scratch = Path(tempfile.mkdtemp(prefix="turbospark-bundle-"))
     try:
-        info = _write(work, sources=_Sources(
-            package=package, library=library, header=header, libpython=libpython,
-            cffi_backend=cffi_backend, stdlib=stdlib, dynload=dynload),
-            scratch=scratch, verify=verify)
+        info = write(work, scratch)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             os.rename(out, old / "bundle")
@@ -248,10 +286,42 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False,
     return info
 
 
+def _running_python(package: Path, library: Path, header: Path,
+                    libpython: Path | None) -> _Sources:
+    """The running Python's pieces, with `library` as the library."""
+    spec = importlib.util.find_spec("_cffi_backend")
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        raise BundleError("cffi is not installed in this Python (its _cffi_backend is "
+                          "missing); pip install cffi")
+    stdlib = Path(sysconfig.get_path("stdlib"))
+    dynload = stdlib / "lib-dynload"
+    if not dynload.is_dir():
+        dynload = Path(sysconfig.get_config_var("DESTSHARED") or dynload)
+    return _Sources(package=package, library=library, header=header, libpython=libpython,
+                    cffi_backend=Path(spec.origin), stdlib=stdlib, dynload=dynload)
+
+
+def _linux_sources(package: Path, library: Path, header: Path) -> _Sources:
+    libdir = Path(sysconfig.get_config_var("LIBDIR") or "")
+    soname = sysconfig.get_config_var("INSTSONAME") or ""
+    libpython = libdir / soname
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED") or not libpython.is_file():
+        raise BundleError(f"this Python ({sys.executable}) has no shared libpython")
+    lib_dyn = elf_dynamic(library)
+    if soname not in lib_dyn["needed"]:
+        raise BundleError(f"{library.name} links {', '.join(lib_dyn['needed'])}, not this "
+                          f"Python's {soname}; run the bundle command with the Python the "
+                          "library was built with")
+    if lib_dyn["runpath"] is None and lib_dyn["rpath"] is None:
+        raise BundleError(f"{library.name} has no rpath to rewrite; rebuild it with "
+                          "python ffi_build.py")
+    return _running_python(package, library, header, libpython)
+
+
 class _Sources:
     """Where the running Python's pieces are: what a bundle copies from."""
 
-    def __init__(self, *, package: Path, library: Path, header: Path, libpython: Path,
+    def __init__(self, *, package: Path, library: Path, header: Path, libpython: Path | None,
                  cffi_backend: Path, stdlib: Path, dynload: Path) -> None:
         self.package, self.library, self.header = package, library, header
         self.libpython, self.cffi_backend = libpython, cffi_backend
@@ -359,21 +429,27 @@ def _write_stdlib(layout: _Layout, sources: _Sources, std_files: dict[str, Path]
                   ext_files: dict[str, Path], info: BundleInfo) -> dict[Path, Path]:
     """2. The standard library, zipped as .pyc (nothing compiles at start-up),
     and the extension modules it loads."""
-    with zipfile.ZipFile(layout.stdlib_zip, "w", zipfile.ZIP_STORED) as zf:
-        for name in sorted(std_files):
-            src = std_files[name]
-            rel = src.relative_to(sources.stdlib).as_posix()
-            code = compile(src.read_bytes(), f"{STDLIB_ZIP_NAME}/{rel}", "exec",
-                           dont_inherit=True)
-            entry = zipfile.ZipInfo(rel[:-3] + ".pyc", date_time=(1980, 1, 1, 0, 0, 0))
-            entry.compress_type = zipfile.ZIP_STORED
-            zf.writestr(entry, _pyc(code))
+    _zip_stdlib(layout.stdlib_zip, sources.stdlib, std_files)
     elf_sources = {}
     for name, src in sorted(ext_files.items()):
         dst = layout.dynload / src.name
         _copy_elf(src, dst, info)
         elf_sources[dst] = src
     return elf_sources
+
+
+def _zip_stdlib(zip_path: Path, stdlib: Path, std_files: dict[str, Path]) -> None:
+    """The standard-library modules `std_files` (from `stdlib`) as sourceless
+    .pyc in a zip (ZIP_STORED: imported without inflating)."""
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_STORED) as zf:
+        for name in sorted(std_files):
+            src = std_files[name]
+            rel = src.relative_to(stdlib).as_posix()
+            code = compile(src.read_bytes(), f"{zip_path.name}/{rel}", "exec",
+                           dont_inherit=True)
+            entry = zipfile.ZipInfo(rel[:-3] + ".pyc", date_time=(1980, 1, 1, 0, 0, 0))
+            entry.compress_type = zipfile.ZIP_STORED
+            zf.writestr(entry, _pyc(code))
 
 
 def _write_binaries(layout: _Layout, sources: _Sources, info: BundleInfo) -> dict[Path, Path]:
@@ -404,7 +480,7 @@ def _write_package(layout: _Layout, sources: _Sources) -> None:
 
 def _write_c_side(layout: _Layout, sources: _Sources, info: BundleInfo) -> None:
     """5. The C side: header, module map, pkg-config, marker."""
-    from .. import __version__, native
+    from .. import native
     root = layout.root
     shutil.copyfile(sources.header, root / "include" / native.HEADER_NAME)
     (root / "module.modulemap").write_text(
@@ -415,17 +491,26 @@ def _write_c_side(layout: _Layout, sources: _Sources, info: BundleInfo) -> None:
         "}\n")
     (root / "lib" / "pkgconfig" / f"{native.PKG_CONFIG_NAME}.pc").write_text(
         native.pkg_config(prefix="${pcfiledir}/../.."))
-    abi = header_constants(sources.header).get("TSFFI_ABI_VERSION")
-    (layout.home / MARKER).write_text(
-        "turbospark_ffi bundle: the library beside this folder (../lib) starts its\n"
-        "embedded Python with this folder as its home and nothing outside it.\n"
+    _write_marker(layout.home / MARKER, sources.header, info,
+                  "the library beside this folder (../lib) starts its\n"
+                  "embedded Python with this folder as its home and nothing outside it.",
+                  python='%d.%d.%d' % sys.version_info[:3], platform=sysconfig.get_platform(),
+                  soabi=sysconfig.get_config_var('SOABI'), stdlib_zip=STDLIB_ZIP_NAME)
+
+
+def _write_marker(path: Path, header: Path, info: BundleInfo, what: str, *, python: str,
+                  platform: str, soabi: str, stdlib_zip: str) -> None:
+    from .. import __version__
+    abi = header_constants(header).get("TSFFI_ABI_VERSION")
+    path.write_text(
+        f"turbospark_ffi bundle: {what}\n"
         "format: 1\n"
         f"version: {__version__}\n"
         f"abi: {abi}\n"
-        f"python: {'%d.%d.%d' % sys.version_info[:3]}\n"
-        f"platform: {sysconfig.get_platform()}\n"
-        f"soabi: {sysconfig.get_config_var('SOABI')}\n"
-        f"stdlib: {STDLIB_ZIP_NAME} ({len(info.stdlib_modules)} modules)\n"
+        f"python: {python}\n"
+        f"platform: {platform}\n"
+        f"soabi: {soabi}\n"
+        f"stdlib: {stdlib_zip} ({len(info.stdlib_modules)} modules)\n"
         f"extension modules: {' '.join(info.extension_modules)}\n")
 
 
@@ -477,3 +562,89 @@ def _measure_space(layout: _Layout, sources: _Sources, info: BundleInfo,
     sizes.append(("python/site-packages/turbospark_ffi (.py + .pyc)", pkg_size))
     sizes.append(("everything else", info.total_bytes - sum(s for _, s in sizes)))
     info.parts = sorted(sizes, key=lambda x: -x[1])
+
+
+# ---------------------------------------------------------------------------
+# The macOS layout (bundle/macos.py says where each piece goes and why).
+
+def _write_macos(root: Path, *, library: Path, mac: macos.MacPython, probe_sources: _Sources,
+                 scratch: Path) -> BundleInfo:
+    """The same measured choice of modules as the Linux layout, placed where
+    a Mac app keeps code (Contents/Frameworks) and data (Contents/Resources),
+    every Mach-O file rewritten to load from there; then the developer's
+    side: header, Swift package, sign.sh."""
+    from .. import native
+    info = BundleInfo(root=root, system_base="libSystem")
+    layout = macos.MacLayout(root, mac.version, library.name)
+    layout.make_dirs()
+    calls = probe_calls(probe_sources.package / "samples", scratch)
+    whole = _whole_package_modules(probe_sources.stdlib)
+    _, modules = _measure_imports(probe_sources, calls, whole, scratch / "p1")
+    here_std, here_ext = _modules_to_bundle(modules, probe_sources)
+    std_files, ext_files = _in_target(here_std, here_ext, probe_sources, mac)
+    info.stdlib_modules, info.extension_modules = sorted(std_files), sorted(ext_files)
+    _zip_stdlib(layout.stdlib_zip, mac.stdlib, std_files)
+    files, info.stripped_bytes, info.system_libs = macos.write_binaries(
+        layout, library, mac, ext_files)
+    _write_package(layout, probe_sources)
+    shutil.copyfile(probe_sources.header, root / "include" / native.HEADER_NAME)
+    tag = f"cpython-{mac.version.replace('.', '')}-darwin"
+    _write_marker(layout.home / MARKER, probe_sources.header, info,
+                  f"the library in ../../Frameworks starts its embedded\n"
+                  f"Python with this folder as its home, ../../Frameworks/{macos.APP_DIRNAME} "
+                  "for its\nextension modules, and nothing outside the app.",
+                  python=mac.version, platform="macos", soabi=tag,
+                  stdlib_zip=layout.stdlib_zip.name)
+    macos.write_sign_script(layout, files)
+    macos.write_swift_package(layout, module_name=MODULE_NAME, header_name=native.HEADER_NAME,
+                              link_name=native.LINK_NAME)
+    info.total_bytes = _tree_size(root)
+    parts = [(f"Frameworks/{layout.libpython.name}", layout.libpython),
+             (f"Frameworks/{layout.library.name}", layout.library),
+             (f"Resources/{macos.APP_DIRNAME}/{layout.stdlib_zip.name} (standard library)",
+              layout.stdlib_zip),
+             (f"Frameworks/{macos.APP_DIRNAME}/lib-dynload ({len(ext_files)} modules)",
+              layout.dynload),
+             (f"Frameworks/{macos.APP_DIRNAME}/site-packages/{mac.cffi_backend.name}",
+              layout.backend_dir / mac.cffi_backend.name),
+             (f"Resources/{macos.APP_DIRNAME}/site-packages/turbospark_ffi/samples",
+              layout.package / "samples")]
+    sizes = [(label, _tree_size(p)) for label, p in parts if p.exists()]
+    samples = layout.package / "samples"
+    sizes.append((f"Resources/{macos.APP_DIRNAME}/site-packages/turbospark_ffi (.py + .pyc)",
+                  _tree_size(layout.package) - _tree_size(samples)))
+    sizes.append(("everything else", info.total_bytes - sum(size for _, size in sizes)))
+    info.parts = sorted(sizes, key=lambda x: -x[1])
+    info.notes.append(f"  Mach-O files ({len(files)}) rewritten to load from the bundle and "
+                      "unsigned: run sign.sh IDENTITY after the last edit")
+    info.notes.append("  load check: NOT RUN: the library is Mach-O (macOS); this command "
+                      "loads only a Linux bundle to compare its answers; a macOS bundle is "
+                      "first loaded by the signed app")
+    return info
+
+
+def _in_target(std_files: dict[str, Path], ext_files: dict[str, Path], here: _Sources,
+               mac: macos.MacPython) -> tuple[dict[str, Path], dict[str, Path]]:
+    """The modules measured here (files of the running Python), as the files
+    of the Python being bundled: the same path under its standard library,
+    the same module name in its lib-dynload. A module that Python compiled
+    into its library is skipped; anything else missing is an error."""
+    std: dict[str, Path] = {}
+    for name, src in std_files.items():
+        there = mac.stdlib / src.relative_to(here.stdlib)
+        if not there.is_file():
+            raise BundleError(f"the library imports {name}, and the Python at {mac.home} has "
+                              f"no {there}")
+        std[name] = there
+    ext: dict[str, Path] = {}
+    tag = f"cpython-{mac.version.replace('.', '')}-darwin"
+    for name in ext_files:
+        found = sorted(mac.dynload.glob(f"{name}.{tag}.so")) or \
+            sorted(mac.dynload.glob(f"{name}.so"))
+        if found:
+            ext[name] = found[0]
+        elif not macos.builtin_in(mac, name):
+            raise BundleError(f"the library loads the extension module {name}, which the "
+                              f"Python at {mac.home} has neither in {mac.dynload} nor "
+                              f"compiled in (its library exports no PyInit_{name})")
+    return std, ext

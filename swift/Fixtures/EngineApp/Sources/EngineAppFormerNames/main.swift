@@ -1,0 +1,1 @@
+../EngineApp/main.swift

@@ -1,0 +1,323 @@
+// The JSON shapes of the C ABI as Codable values. Every key of the wire is a
+// property of the same name; a JSON null is a Swift nil. Encoding writes the
+// nulls back (rather than leaving keys out), so what Swift encodes is the wire
+// shape again -- which tsffi_draft_policies requires of the choice it is given.
+
+/// What `tsffi_resolve_drafter` decided: the drafter to open, what the install's
+/// index says it carries, and the note for the case where `auto` found a
+/// DFlash2 drafter and left it off.
+public struct DrafterChoice: Codable, Sendable, Hashable {
+    /// The drafter to open: `.mtp` or `.dflash` (the request, when it named one).
+    public var drafter: SpeculativeDrafter
+    /// Whether the install carries an MTP head: `nil` means the index could not
+    /// be read ("unknown"), never "absent".
+    public var installHasMtpHead: Bool?
+    /// Whether the install carries a DFlash2 drafter, with the same three states.
+    public var installHasDflash: Bool?
+    /// Set when `auto` found a DFlash2 drafter and left it off: show it verbatim.
+    public var note: String?
+    /// The directory that was read, as an absolute path: the model name
+    /// resolved as the engine's open resolves it (a directory, or an installed
+    /// alias). Set by ``Tsffi/resolveDrafter(modelDir:options:)``; nil in
+    /// a plan's ``PlanResult/drafter`` (the plan says it once, in
+    /// ``PlanResult/modelDir``) and in a choice made by hand.
+    public var modelDir: String?
+
+    public init(drafter: SpeculativeDrafter, installHasMtpHead: Bool?, installHasDflash: Bool?,
+                note: String?, modelDir: String? = nil) {
+        self.drafter = drafter
+        self.installHasMtpHead = installHasMtpHead
+        self.installHasDflash = installHasDflash
+        self.note = note
+        self.modelDir = modelDir
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case drafter, installHasMtpHead, installHasDflash, note, modelDir
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(drafter, forKey: .drafter)
+        try container.encode(installHasMtpHead, forKey: .installHasMtpHead)
+        try container.encode(installHasDflash, forKey: .installHasDflash)
+        try container.encode(note, forKey: .note)
+        // Only when known: the wire's choice has it as a string or not at all.
+        try container.encodeIfPresent(modelDir, forKey: .modelDir)
+    }
+}
+
+/// A draft policy's mode at open.
+public enum DraftMode: String, Codable, Sendable, Hashable, CaseIterable {
+    /// The drafter's state is never built.
+    case off
+    /// Built if and only if the install carries the drafter.
+    case auto
+    /// Built at ``DraftPolicy/block``; the open fails if the install lacks it.
+    case fixed
+}
+
+/// One drafter's policy: `block` is set only for `.fixed`.
+public struct DraftPolicy: Codable, Sendable, Hashable {
+    public var mode: DraftMode
+    public var block: Int?
+
+    public init(mode: DraftMode, block: Int? = nil) {
+        self.mode = mode
+        self.block = block
+    }
+
+    public static let off = DraftPolicy(mode: .off)
+    public static let auto = DraftPolicy(mode: .auto)
+    public static func fixed(_ block: Int) -> DraftPolicy { DraftPolicy(mode: .fixed, block: block) }
+
+    private enum CodingKeys: String, CodingKey { case mode, block }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(mode, forKey: .mode)
+        try container.encode(block, forKey: .block)
+    }
+}
+
+/// The draft policies to open a runner with (`tsffi_draft_policies`): the
+/// drafter the request named owns it and the other is pinned off.
+public struct DraftPolicies: Codable, Sendable, Hashable {
+    public var mtp: DraftPolicy
+    public var dflash: DraftPolicy
+
+    public init(mtp: DraftPolicy, dflash: DraftPolicy) {
+        self.mtp = mtp
+        self.dflash = dflash
+    }
+}
+
+/// Whether speculation will run (`tsffi_resolve_speculation`): the engine's own
+/// sessionInfo `"speculation"` object, so one type decodes both.
+public struct SpeculationPlan: Codable, Sendable, Hashable {
+    /// The block, or nil: nil is the "is it on" test.
+    public var block: Int?
+    /// The drafter, non-nil exactly when ``block`` is.
+    public var drafter: SpeculativeDrafter?
+    /// Why it is off when the caller might have expected it on: nil when it
+    /// is on, and when the caller asked for off. Show it verbatim.
+    public var reason: String?
+
+    public init(block: Int?, drafter: SpeculativeDrafter?, reason: String?) {
+        self.block = block
+        self.drafter = drafter
+        self.reason = reason
+    }
+
+    /// `block != nil`.
+    public var isEnabled: Bool { block != nil }
+
+    private enum CodingKeys: String, CodingKey { case block, drafter, reason }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(block, forKey: .block)
+        try container.encode(drafter, forKey: .drafter)
+        try container.encode(reason, forKey: .reason)
+    }
+}
+
+/// The whole decision for an install (`tsffi_speculation_plan`).
+public struct PlanResult: Codable, Sendable, Hashable {
+    /// The drafter choice, as ``Tsffi/resolveDrafter(modelDir:options:)``.
+    public var drafter: DrafterChoice
+    /// The policies to open with, as ``Tsffi/draftPolicies(choice:options:)``.
+    public var draftPolicies: DraftPolicies
+    /// Whether speculation will run, and if not, why.
+    public var speculation: SpeculationPlan
+    /// Option keys the library does not use, in the order given (a host
+    /// passes its whole open-options object).
+    public var ignoredKeys: [String]
+    /// The directory that was read, as an absolute path: the model name
+    /// resolved as the engine's open resolves it (a directory, or an alias
+    /// recorded in the store's installed.json, or its default install path).
+    public var modelDir: String?
+
+    public init(drafter: DrafterChoice, draftPolicies: DraftPolicies, speculation: SpeculationPlan,
+                ignoredKeys: [String] = [], modelDir: String? = nil) {
+        self.drafter = drafter
+        self.draftPolicies = draftPolicies
+        self.speculation = speculation
+        self.ignoredKeys = ignoredKeys
+        self.modelDir = modelDir
+    }
+}
+
+/// What an install's files say (`tsffi_install_info_json`), so a GUI can show
+/// why an answer is "unknown". Keys the library adds later are ignored; keys
+/// that are missing decode as nil.
+public struct InstallInfo: Codable, Sendable, Hashable {
+    public struct Drafter: Codable, Sendable, Hashable {
+        /// The drafter's presence tensor is in the index.
+        public var present: Bool
+        /// How many of its tensors are there, of how many expected.
+        public var tensors: Int
+        public var expected: Int
+        public var complete: Bool
+        /// The missing tensors, listed only for a partial drafter.
+        public var missing: [String]
+    }
+
+    public struct Probe: Codable, Sendable, Hashable {
+        public var layer: Int
+        public var tensor: String
+        public var present: Bool
+        public var dtype: Int?
+        public var dtypeName: String?
+        public var verifyCovers: Bool
+    }
+
+    public struct Experts: Codable, Sendable, Hashable {
+        public var layoutPresent: Bool?
+        public var expertsPerLayer: Int?
+        public var numLayers: Int?
+        public var error: String?
+    }
+
+    public struct BlockerPreview: Codable, Sendable, Hashable {
+        public var mtp: String?
+        public var dflash: String?
+    }
+
+    public var modelDir: String?
+    public var indexReadable: Bool
+    public var indexError: String?
+    public var indexCheck: String?
+    public var entryCount: Int?
+    public var indexBytes: Int?
+    public var residentBytes: Int?
+    /// nil when the index could not be read.
+    public var installHasMtpHead: Bool?
+    /// nil when the index could not be read.
+    public var installHasDflash: Bool?
+    public var mtpHead: Drafter?
+    public var dflashDrafter: Drafter?
+    public var probe: Probe?
+    public var experts: Experts?
+    public var blockerPreview: BlockerPreview?
+}
+
+/// The library's build information (`tsffi_build_info_json`).
+public struct BuildInfo: Codable, Sendable, Hashable {
+    public var abiVersion: UInt32
+    public var version: String
+    public var python: String
+    /// The path of the shared library that is loaded.
+    public var library: String
+    /// The path of the Python package it runs.
+    public var package: String
+    public var pythonHome: String?
+    public var pythonExecutable: String?
+    public var sysPath: [String]?
+    public var ownsInterpreter: Bool?
+}
+
+/// Every item of a settings pane's two pickers for one install
+/// (`tsffi_speculation_choices`): speculation `.auto`, `.off`, `.block(1)` ...
+/// `.block(15)` (outer) by drafter `.auto`, `.mtp`, `.dflash` (inner), 51
+/// items. Each item is what ``Tsffi/speculationPlan(modelDir:options:)``
+/// answers for the options with that item's two values.
+public struct SpeculationChoices: Codable, Sendable, Hashable {
+    /// What the install's index says it carries (nil: it could not be read).
+    public struct Install: Codable, Sendable, Hashable {
+        public var installHasMtpHead: Bool?
+        public var installHasDflash: Bool?
+
+        public init(installHasMtpHead: Bool?, installHasDflash: Bool?) {
+            self.installHasMtpHead = installHasMtpHead
+            self.installHasDflash = installHasDflash
+        }
+
+        private enum CodingKeys: String, CodingKey { case installHasMtpHead, installHasDflash }
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(installHasMtpHead, forKey: .installHasMtpHead)
+            try container.encode(installHasDflash, forKey: .installHasDflash)
+        }
+    }
+
+    /// The install directory, as the library read it.
+    public var modelDir: String
+    public var install: Install
+    /// The 51 items, in the library's order.
+    public var choices: [SpeculationChoice]
+    /// Option keys the library does not use, as in ``PlanResult/ignoredKeys``.
+    public var ignoredKeys: [String]
+
+    public init(modelDir: String, install: Install, choices: [SpeculationChoice],
+                ignoredKeys: [String] = []) {
+        self.modelDir = modelDir
+        self.install = install
+        self.choices = choices
+        self.ignoredKeys = ignoredKeys
+    }
+
+    /// The item for one speculation value and drafter, if the table has it
+    /// (every `.block(n)` with n in 1...15 and every drafter are items).
+    public func choice(speculation: Speculation, drafter: SpeculativeDrafter) -> SpeculationChoice? {
+        choices.first { $0.speculation == speculation && $0.speculativeDrafter == drafter }
+    }
+
+    /// The item matching the options the table was asked with.
+    public var selected: SpeculationChoice? { choices.first { $0.selected } }
+}
+
+/// One item of ``SpeculationChoices``: the plan call's answer for it.
+public struct SpeculationChoice: Codable, Sendable, Hashable {
+    /// The item's speculation value (`.auto`, `.off` or `.block(n)`).
+    public var speculation: Speculation
+    /// The item's requested drafter (`.auto`, `.mtp` or `.dflash`).
+    public var speculativeDrafter: SpeculativeDrafter
+    /// What the plan call returns for it: ``TsffiStatus/ok`` or
+    /// ``TsffiStatus/refused``.
+    public var status: TsffiStatus
+    /// The plan, exactly as the plan call returns it; nil when refused.
+    public var plan: PlanResult?
+    /// The plan call's last error when refused: the message to show (a
+    /// tooltip on a greyed-out item), verbatim; nil otherwise.
+    public var error: String?
+    /// This item is the options' own speculation and drafter.
+    public var selected: Bool
+
+    public init(speculation: Speculation, speculativeDrafter: SpeculativeDrafter, status: TsffiStatus,
+                plan: PlanResult?, error: String?, selected: Bool) {
+        self.speculation = speculation
+        self.speculativeDrafter = speculativeDrafter
+        self.status = status
+        self.plan = plan
+        self.error = error
+        self.selected = selected
+    }
+
+    /// A named block that cannot be served: grey the item out, with ``error``.
+    public var isRefused: Bool { status == .refused }
+
+    /// The plan call's outcome as a value: the plan, or the error it throws.
+    public var result: Result<PlanResult, TsffiError> {
+        if let plan {
+            return .success(plan)
+        }
+        return .failure(TsffiError(status: status, message: error ?? "",
+                                        function: "tsffi_speculation_plan"))
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case speculation, speculativeDrafter, status, plan, error, selected
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(speculation, forKey: .speculation)
+        try container.encode(speculativeDrafter, forKey: .speculativeDrafter)
+        try container.encode(status, forKey: .status)
+        try container.encode(plan, forKey: .plan)
+        try container.encode(error, forKey: .error)
+        try container.encode(selected, forKey: .selected)
+    }
+}

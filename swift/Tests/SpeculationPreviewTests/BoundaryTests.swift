@@ -1,0 +1,205 @@
+import CTsffi
+import Foundation
+import Testing
+import SpeculationPreview
+
+/// The C boundary itself: the header as Swift imports it, the ABI version,
+/// the options object, and the one error type.
+@Suite struct BoundaryTests {
+    @Test func headerNullabilityImportsAsNonOptionalParameters() {
+        // TSFFI_NONNULL pointers import as non-optional, TSFFI_NULLABLE ones as
+        // optional. Compared as exact types at run time (a C function used as
+        // a value is `@Sendable (...) -> R`), since function conversions would
+        // let a looser signature through an assignment. Without the
+        // annotations every pointer imports as `T!`, i.e. Optional, and the
+        // non-optional ones below fail.
+        typealias In = UnsafePointer<CChar>
+        typealias Out = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+        typealias WithDir = @Sendable (In, In?, Out) -> Int32
+        func same<A, B>(_ a: A, _ b: B.Type) -> Bool { ObjectIdentifier(type(of: a)) == ObjectIdentifier(B.self) }
+        #expect(same(tsffi_speculation_plan, WithDir.self))
+        #expect(same(tsffi_resolve_drafter, WithDir.self))
+        #expect(same(tsffi_draft_policies, WithDir.self))
+        #expect(same(tsffi_resolve_speculation, (@Sendable (In?, Out) -> Int32).self))
+        #expect(same(tsffi_install_info_json, (@Sendable (In, Out) -> Int32).self))
+        #expect(same(tsffi_build_info_json, (@Sendable (Out) -> Int32).self))
+        #expect(same(tsffi_last_error, (@Sendable (UnsafeMutablePointer<CChar>?, Int) -> Int).self))
+        #expect(same(tsffi_string_free, (@Sendable (UnsafeMutablePointer<CChar>?) -> Void).self))
+        #expect(same(tsffi_abi_version, (@Sendable () -> UInt32).self))
+        // And the negative control: an optional model_dir is a different type.
+        #expect(!same(tsffi_speculation_plan, (@Sendable (In?, In?, Out) -> Int32).self))
+    }
+
+    @Test func abiVersionAndBuildInfo() throws {
+        #expect(Tsffi.abiVersion == Tsffi.headerABIVersion)
+        #expect(Tsffi.headerABIVersion == TSFFI_ABI_VERSION)
+        let info = try Tsffi.buildInfo()
+        #expect(info.abiVersion == Tsffi.abiVersion)
+        #expect(!info.version.isEmpty)
+        #expect(info.library.hasSuffix("/libtsffi.so") || info.library.hasSuffix("/libtsffi.dylib"))
+        // A Swift process has no Python of its own: the library owns its interpreter.
+        #expect(info.ownsInterpreter == true)
+        let raw = try Tsffi.buildInfoJSON()
+        #expect(try JSONDecoder().decode(BuildInfo.self, from: Data(raw.utf8)) == info)
+    }
+
+    @Test func optionsProduceTheEnginesKeys() throws {
+        #expect(try Options().json() == #"{"speculation":"auto","speculativeDrafter":"auto"}"#)
+        #expect(try Options.default.json() == Options().json())
+        #expect(try Options(drafter: .dflash, speculation: .block(2)).json()
+                == #"{"speculation":2,"speculativeDrafter":"dflash"}"#)
+        #expect(try Options(drafter: .mtp, speculation: .off, temperature: 0.7).json()
+                == #"{"speculation":"off","speculativeDrafter":"mtp","temperature":0.7}"#)
+        #expect(try Options(temperature: 0).json()
+                == #"{"speculation":"auto","speculativeDrafter":"auto","temperature":0}"#)
+        // engineBlocker: absent (no key), none (null), a reason (verbatim).
+        #expect(try Options(engineBlocker: .absent).json().contains("engineBlocker") == false)
+        #expect(try Options(engineBlocker: .none).json()
+                == #"{"engineBlocker":null,"speculation":"auto","speculativeDrafter":"auto"}"#)
+        #expect(try Options(engineBlocker: .reason(#"says "no" / ok"#)).json()
+                == #"{"engineBlocker":"says \"no\" / ok","speculation":"auto","speculativeDrafter":"auto"}"#)
+        #expect(Options.Key.allCases.map(\.rawValue)
+                == ["speculation", "speculativeDrafter", "temperature", "engineBlocker"])
+    }
+
+    @Test func speculationDecodesTheEnginesSpellings() throws {
+        func decode(_ json: String) throws -> Speculation {
+            try JSONDecoder().decode([Speculation].self, from: Data("[\(json)]".utf8))[0]
+        }
+        #expect(try decode(#""auto""#) == .auto)
+        #expect(try decode(#""Off""#) == .off)
+        #expect(try decode("null") == .auto)
+        #expect(try decode("4") == .block(4))
+        #expect(try decode(#""12""#) == .block(12))
+        #expect(throws: DecodingError.self) { try decode(#""fast""#) }
+        let encoded = try JSONEncoder().encode([Speculation.auto, .off, .block(5)])
+        #expect(String(decoding: encoded, as: UTF8.self) == #"["auto","off",5]"#)
+    }
+
+    @Test func engineBlockerTriState() throws {
+        // Without an install: a reason turns auto off with that reason...
+        let blocked = try Tsffi.resolveSpeculation(options: Options(engineBlocker: .reason("busy GPU")))
+        #expect(blocked == SpeculationPlan(block: nil, drafter: nil, reason: "busy GPU"))
+        // ...and none / absent leave it on, at the drafter's default block.
+        #expect(try Tsffi.resolveSpeculation(options: Options(engineBlocker: .none))
+                == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+        #expect(try Tsffi.resolveSpeculation()
+                == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+        #expect(try Tsffi.resolveSpeculation(options: Options(drafter: .dflash, speculation: .block(4)))
+                == SpeculationPlan(block: 4, drafter: .dflash, reason: nil))
+        // Off is off, with no reason.
+        #expect(try Tsffi.resolveSpeculation(options: Options(speculation: .off, engineBlocker: .reason("x")))
+                == SpeculationPlan(block: nil, drafter: nil, reason: nil))
+        let error = thrownError { () throws(TsffiError) in
+            try Tsffi.resolveSpeculation(options: Options(speculation: .block(2), engineBlocker: .reason("busy GPU")))
+        }
+        #expect(error == TsffiError(status: TsffiStatus.refused,
+                                         message: Fixtures.refusalPrefix + "busy GPU",
+                                         function: "tsffi_resolve_speculation"))
+
+        // On an install, an explicit blocker outranks the preview, and null
+        // means "the engine reported none".
+        try Fixtures.withInstalls(["none": ""]) { dirs in
+            let preview = try Tsffi.speculationPlan(modelDir: dirs["none"]!)
+            #expect(Fixtures.noHead.allSatisfy { preview.speculation.reason?.contains($0) == true })
+            let none = try Tsffi.speculationPlan(modelDir: dirs["none"]!, options: Options(engineBlocker: .none))
+            #expect(none.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+            let reason = try Tsffi.speculationPlan(modelDir: dirs["none"]!, options: Options(engineBlocker: .reason("r")))
+            #expect(reason.speculation == SpeculationPlan(block: nil, drafter: nil, reason: "r"))
+        }
+    }
+
+    @Test func badValuesAreRefusedWithTheLibrarysOwnMessage() throws {
+        func failure(_ body: () throws -> SpeculationPlan) -> TsffiError? {
+            if case .failed(let error) = Outcome(body) { return error }
+            return nil
+        }
+        let negative = failure { try Tsffi.resolveSpeculation(options: Options(temperature: -1)) }
+        #expect(negative?.status == TsffiStatus.invalidArgument)
+        #expect(negative?.message.hasPrefix("temperature: got -1") == true)
+
+        let nan = failure { try Tsffi.resolveSpeculation(options: Options(temperature: .nan)) }
+        #expect(nan?.status == TsffiStatus.invalidArgument)
+        #expect(nan?.message.hasPrefix(#"temperature: got "nan""#) == true)
+
+        let zero = failure { try Tsffi.resolveSpeculation(options: Options(speculation: .block(0))) }
+        // Outside 1...15 is an invalid option, as the engine's parser says.
+        #expect(zero?.status == TsffiStatus.invalidArgument)
+        #expect(zero?.message == "speculation: got 0, a block outside the allowed range 1..=15 "
+                + "(0 proposes nothing); accepts \"auto\", \"off\" (any case), null, or a block "
+                + "in 1..=15 as a JSON integer or a string of ASCII digits")
+
+        let huge = failure { try Tsffi.resolveSpeculation(options: Options(speculation: .block(Int.max))) }
+        #expect(huge?.status == TsffiStatus.invalidArgument)
+        #expect(huge?.message.contains("1..=15") == true)
+
+        let emptyBlocker = failure {
+            try Tsffi.resolveSpeculation(options: Options(engineBlocker: .reason("")))
+        }
+        #expect(emptyBlocker?.status == TsffiStatus.invalidArgument)
+        #expect(emptyBlocker?.message.hasPrefix("engineBlocker: got") == true)
+
+        let json = failure { try Tsffi.speculationPlan(modelDir: "/nonexistent", optionsJSON: "{nope").speculation }
+        #expect(json?.status == TsffiStatus.json)
+        #expect(json?.message.isEmpty == false)
+
+        let nearMiss = failure {
+            try Tsffi.speculationPlan(modelDir: "/nonexistent", optionsJSON: #"{"speculativDrafter": "dflash"}"#).speculation
+        }
+        #expect(nearMiss?.status == TsffiStatus.invalidArgument)
+        #expect(nearMiss?.message.contains(#""speculativeDrafter""#) == true)
+
+        let empty = failure { try Tsffi.speculationPlan(modelDir: "").speculation }
+        #expect(empty?.status == TsffiStatus.invalidArgument)
+        #expect(empty?.message.hasPrefix("model_dir is empty") == true)
+
+        // A NUL would make C read a different, shorter path: refused before the call.
+        let nul = failure { try Tsffi.speculationPlan(modelDir: "/tmp\u{0}/x").speculation }
+        #expect(nul?.status == TsffiStatus.invalidArgument)
+        #expect(nul?.message.hasPrefix("model_dir contains a NUL character") == true)
+
+        let badChoice = thrownError { () throws(TsffiError) in
+            try Tsffi.draftPoliciesJSON(choiceJSON: #"{"drafter": "mtp"}"#, optionsJSON: nil)
+        }
+        #expect(badChoice?.status == TsffiStatus.invalidArgument)
+        #expect(badChoice?.message.hasPrefix("choice_json: missing key") == true)
+    }
+
+    @Test func aNULIsRefusedNamingItsArgumentAndFunction() {
+        func failure(_ body: () throws(TsffiError) -> String) -> TsffiError? {
+            do throws(TsffiError) { _ = try body() } catch { return error }
+            return nil
+        }
+        let nul = "{}\u{0}x"
+        // Each raw call, with a NUL in each of its string arguments in turn:
+        // refused before the call, naming the argument and the C function.
+        let calls: [(String, String, () throws(TsffiError) -> String)] = [
+            ("options_json", "tsffi_speculation_plan", { () throws(TsffiError) in
+                try Tsffi.speculationPlanJSON(modelDir: "/m", optionsJSON: nul) }),
+            ("model_dir", "tsffi_speculation_choices", { () throws(TsffiError) in
+                try Tsffi.speculationChoicesJSON(modelDir: nul, optionsJSON: nul) }),
+            ("options_json", "tsffi_resolve_drafter", { () throws(TsffiError) in
+                try Tsffi.resolveDrafterJSON(modelDir: "/m", optionsJSON: nul) }),
+            ("choice_json", "tsffi_draft_policies", { () throws(TsffiError) in
+                try Tsffi.draftPoliciesJSON(choiceJSON: nul, optionsJSON: nil) }),
+            ("options_json", "tsffi_draft_policies", { () throws(TsffiError) in
+                try Tsffi.draftPoliciesJSON(choiceJSON: "{}", optionsJSON: nul) }),
+            ("options_json", "tsffi_resolve_speculation", { () throws(TsffiError) in
+                try Tsffi.resolveSpeculationJSON(optionsJSON: nul) }),
+            ("model_dir", "tsffi_install_info_json", { () throws(TsffiError) in
+                try Tsffi.installInfoJSON(modelDir: nul) }),
+        ]
+        for (argument, function, call) in calls {
+            let error = failure(call)
+            #expect(error?.status == .invalidArgument)
+            #expect(error?.function == function)
+            #expect(error?.message.hasPrefix("\(argument) contains a NUL character") == true, "\(function)")
+        }
+    }
+
+    @Test func aSuccessAfterAFailureLeavesNoStaleMessage() throws {
+        #expect(throws: TsffiError.self) { try Tsffi.resolveSpeculation(options: Options(temperature: -1)) }
+        _ = try Tsffi.resolveSpeculation()
+        #expect(tsffi_last_error(nil, 0) == 0)
+    }
+}
