@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 # The package's own readers of the header's numbers and of the library's
 # file names: one source for the build, the bundle and the tests.
-from turbospark_ffi.native import (HEADER_NAME, LINK_NAME, header_constants,  # noqa: E402
-                                   library_name)
+from turbospark_ffi.native import (BUILD_PATH_TAG, HEADER_NAME, LINK_NAME,  # noqa: E402
+                                   header_constants, library_name)
 HEADER = ROOT / "include" / HEADER_NAME
 # tsffi_embed.c: the runtime, the error slots and the warm cache; tsffi_index_scan.c:
 # the resident index's check 7 in one pass (resident_index.py's fast path).
@@ -294,7 +294,9 @@ def build_defines(python: dict[str, Any], platform: str) -> list[tuple[str, str]
     loaded from: at load time the library finds them beside the libpython
     actually loaded (src/tsffi_embed.c, tsffi_python_home), so a Python moved
     with its files (Homebrew's versioned Cellar path on `brew upgrade`) keeps
-    working; the absolute ones are the fallback."""
+    working; the absolute ones are the fallback. The C stores each absolute
+    one led by TSFFI_BUILD_PATH_TAG, which a bundle finds to blank them in
+    its copy: they name the build machine's Python."""
     version = _var(python, "VERSION")
     stdlib = python["paths"]["stdlib"]
     dynload = os.path.join(stdlib, "lib-dynload")
@@ -314,6 +316,7 @@ def build_defines(python: dict[str, Any], platform: str) -> list[tuple[str, str]
         "TSFFI_BUILD_HOME_FROM_LIBPYTHON": os.path.relpath(home, anchor),
         "TSFFI_BUILD_STDLIB_FROM_LIBPYTHON": os.path.relpath(stdlib, anchor),
         "TSFFI_BUILD_DYNLOAD_FROM_LIBPYTHON": os.path.relpath(dynload, anchor),
+        "TSFFI_BUILD_PATH_TAG": BUILD_PATH_TAG,
     }
     return [(name, _c_string(value)) for name, value in values.items()]
 
