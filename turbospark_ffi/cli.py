@@ -36,16 +36,20 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .errors import STATUS_OK, SpeculationRefused
+
 __all__ = ["main"]
 
 # Output fits an 80-column terminal; one column spare so that a line of full
 # width never makes a terminal wrap on its own.
 WIDTH = 79
 
-# Exit statuses (the first two mirror TSFFI_OK and TSFFI_ERR_REFUSED's meaning).
-EXIT_OK = 0
+# Exit statuses: done and refused are the C ABI's TSFFI_OK and
+# TSFFI_ERR_REFUSED (errors.py holds the numbers); anything else that went
+# wrong is this command's own 1.
+EXIT_OK = STATUS_OK
 EXIT_ERROR = 1
-EXIT_REFUSED = 2
+EXIT_REFUSED = SpeculationRefused.status
 
 # Option key -> the flag that sets it, so that the grammar's refusal names
 # both what the person typed and what a host would send.
@@ -172,13 +176,6 @@ def _text_arg(value: str, what: str) -> str:
     return decode_text(os.fsencode(value), what)
 
 
-def _model_dir_arg(value: str) -> str:
-    """DIR exactly as the C ABI reads `model_dir` (`_abi._model_dir`), so the
-    `modelDir` it reports and every refusal are the same."""
-    from .plan import check_model_dir
-    return check_model_dir(_text_arg(value, "model_dir"))
-
-
 def _write_json(text: str) -> int:
     # ASCII by construction (wire.dumps); one trailing newline, nothing else.
     sys.stdout.write(text + "\n")
@@ -221,11 +218,11 @@ def _cmd_config(args: argparse.Namespace) -> int:
 # inspect
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from .wire import install_info
-    info = install_info(_model_dir_arg(args.dir))
+    from .wire import install_info_json, install_info_to_dict
+    req = _request(args)
     if args.json:
-        from .jsontext import dumps
-        return _write_json(dumps(info))
+        return _write_json(install_info_json(req).decode("ascii"))
+    info = install_info_to_dict(req.snapshot)
     out = _Report(sys.stdout, 18)
     out.row("install", info["modelDir"])
     if info["indexReadable"]:
@@ -344,35 +341,31 @@ def plan_options(args: argparse.Namespace) -> dict:
     return options
 
 
+def _request(args: argparse.Namespace, options_json: str | None = None):
+    """`plan.request` for DIR and the options, exactly as the C ABI makes it
+    for the same two arguments: DIR as the bytes a host would pass."""
+    import os
+    from .plan import request
+    return request(os.fsencode(args.dir), options_json)
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
     from .errors import SpeculationRefused
-    from .install import snapshot
-    from .options import parse_options
-    from .plan import plan_for_snapshot
     from .jsontext import dumps
-    from .wire import plan_to_dict
-
-    from .model_names import resolve_model_name
+    from .wire import plan_json, plan_to_dict
 
     options_json = dumps(plan_options(args))
-    # The order of _abi._speculation_plan: model_dir checked, then the
-    # options parsed (an invalid option is refused before any install is
-    # read), then the name resolved and the install read, then the decision,
-    # so every refusal is the one a host would get.
-    model_dir = _model_dir_arg(args.dir)
-    options = parse_options(options_json)
-    snap = snapshot(resolve_model_name(model_dir))
+    req = _request(args, options_json)
     try:
-        result = plan_for_snapshot(snap, options)
+        if args.json:
+            return _write_json(plan_json(req).decode("ascii"))
+        plan = plan_to_dict(req.plan())
     except SpeculationRefused as exc:
         # The seed's message, verbatim: a host shows exactly this.
         sys.stderr.write(str(exc) + "\n")
         sys.stderr.flush()
         return EXIT_REFUSED
-    plan = plan_to_dict(result)
-    if args.json:
-        return _write_json(dumps(plan))
-    _plan_report(snap.model_dir, options_json, args.drafter, plan)
+    _plan_report(req.model_dir, options_json, args.drafter, plan)
     return EXIT_OK
 
 
@@ -426,62 +419,60 @@ def _plan_report(model_dir: str, options_json: str, requested: str | None, plan:
 # choices
 
 def _cmd_choices(args: argparse.Namespace) -> int:
-    from .install import snapshot
-    from .options import parse_options
-    from .plan import choices_for_snapshot
     from .jsontext import dumps
-    from .wire import choices_to_dict
+    from .wire import choices_json
 
     options_json = dumps(plan_options(args))
-    # The order of _abi._speculation_choices: model_dir, then the options.
-    snap = snapshot(_model_dir_arg(args.dir))
-    table = choices_to_dict(choices_for_snapshot(snap, parse_options(options_json)))
+    req = _request(args, options_json)
     if args.json:
-        return _write_json(dumps(table))
-    _choices_report(table, options_json)
+        return _write_json(choices_json(req).decode("ascii"))
+    _choices_report(req.choices(), options_json)
     return EXIT_OK
 
 
-# Short names for the reasons the library words, by how they begin; any
-# other reason (the engine's own, passed with --engine-blocker) is shown as
-# its footnote only. The full text is always listed below the grid.
-_SHORT_REASONS = (
-    ("this install carries a DFlash2 drafter, which auto leaves OFF", "DFlash2 opt-in"),
-    ("this install carries no multi-token-prediction head", "no MTP head"),
-    ("this install carries no DFlash2 drafter", "no DFlash2"),
-    ("sampled speculation cannot be served", "sampled"),
-    ("this install routes to", "MoE"),
-    ("this install has no full-attention layer", "no probe layer"),
-    ("the verify probe tensor", "verify probe"),
-    ("resident index is corrupt", "bad index"),
-)
+# Short names for the reasons a grid cell shows, by the reason's code
+# (PlanResult.reason_code, owned by the module that words the reason); a
+# reason without one is shown as its footnote only. The full text is always
+# listed below the grid.
+def _short_names() -> dict:
+    from . import blockers, expert_layout, policy, resident_index
+    return {policy.REASON_DFLASH_OPT_IN: "DFlash2 opt-in", policy.REASON_ENGINE: "engine",
+            policy.REASON_SAMPLED: "sampled", blockers.REASON_NO_MTP_HEAD: "no MTP head",
+            blockers.REASON_NO_DFLASH: "no DFlash2", blockers.REASON_MOE: "MoE",
+            blockers.REASON_NO_PROBE_LAYER: "no probe layer",
+            blockers.REASON_PROBE_ABSENT: "verify probe",
+            blockers.REASON_PROBE_DTYPE: "verify probe",
+            resident_index.REASON_UNREADABLE_INDEX: "bad index",
+            expert_layout.REASON_UNREADABLE_LAYOUT: None}
+
+
 _CELL = 24  # 8 + 24 + 24 + 23 columns: the grid fits 79
 
 
-def _short_reason(reason: str, engine_blocker: object) -> str | None:
-    if reason == engine_blocker:
-        return "engine"
-    for start, short in _SHORT_REASONS:
-        if reason.startswith(start):
-            return short
-    if "model_weights.bin" in reason:  # the reader's errors name the file
-        return "bad index"
-    return None
+def _cell(item, short: dict, note) -> tuple[str, str]:
+    """A grid cell's text and tone for one item of the table."""
+    from .policy import REFUSAL_PREFIX
+    if item.plan is None:
+        return f"refused [{note(item.refusal[len(REFUSAL_PREFIX):])}]", "bad"
+    spec = item.plan.speculation
+    if spec.enabled:
+        return f"on {spec.block} ({item.plan.choice.drafter.value})", "good"
+    if spec.reason is None:
+        return "off", "dim"
+    label = short.get(item.plan.reason_code)
+    number = note(spec.reason)
+    return (f"off: {label} [{number}]" if label else f"off [{number}]"), "warn"
 
 
-def _choices_report(table: dict, options_json: str) -> None:
-    from .policy import _REFUSAL_PREFIX, DRAFTER_SPELLINGS
-    from .jsontext import parse_json_object
-    options = dict(parse_json_object(options_json, "options"))
-    blocker = options.get("engineBlocker", ())
+def _choices_report(table, options_json: str) -> None:
+    from .policy import DRAFTER_SPELLINGS, REFUSAL_PREFIX
     out = _Report(sys.stdout, 9)
-    out.row("install", table["modelDir"])
+    out.row("install", table.model_dir)
     out.row("options", options_json)
     out.more("(held for every item; each cell is tsffi_speculation_plan with that "
              "row's speculation and that column's speculativeDrafter added)", tone="dim")
-    flags = table["install"]
-    out.row("carries", f"an MTP head: {_yes_no(flags['installHasMtpHead'])}; a DFlash2 "
-            f"drafter: {_yes_no(flags['installHasDflash'])}")
+    out.row("carries", f"an MTP head: {_yes_no(table.install_has_mtp_head)}; a DFlash2 "
+            f"drafter: {_yes_no(table.install_has_dflash)}")
     texts: list[str] = []
 
     def note(reason: str) -> int:
@@ -489,38 +480,29 @@ def _choices_report(table: dict, options_json: str) -> None:
             texts.append(reason)
         return texts.index(reason) + 1
 
+    short = _short_names()
     lines = ["", "speculation  (rows) x speculativeDrafter (columns)",
              " " * 8 + "".join(name.ljust(_CELL) for name in DRAFTER_SPELLINGS).rstrip()]
-    items = table["choices"]
+    items = table.choices
     for row in range(0, len(items), 3):
         cells = []
         for item in items[row:row + 3]:
-            if item["status"] != 0:
-                text = f"refused [{note(item['error'][len(_REFUSAL_PREFIX):])}]"
-                tone = "bad"
-            else:
-                spec = item["plan"]["speculation"]
-                if spec["block"] is not None:
-                    text, tone = f"on {spec['block']} ({spec['drafter']})", "good"
-                elif spec["reason"] is None:
-                    text, tone = "off", "dim"
-                else:
-                    short = _short_reason(spec["reason"], blocker)
-                    number = note(spec["reason"])
-                    text = f"off: {short} [{number}]" if short else f"off [{number}]"
-                    tone = "warn"
+            text, tone = _cell(item, short, note)
             cells.append(out.paint(text, tone) + " " * (_CELL - len(text)))
-        lines.append((str(items[row]["speculation"]).ljust(8) + "".join(cells)).rstrip())
+        speculation = items[row].speculation
+        label = str(speculation.n) if speculation.kind == "block" else speculation.kind
+        lines.append((label.ljust(8) + "".join(cells)).rstrip())
     out.lines.extend(lines)
     out.lines.append("")
     import textwrap
     for number, text in enumerate(texts, 1):
         out.lines.extend(textwrap.wrap(text, WIDTH, initial_indent=f"[{number}] ".ljust(5),
                                        subsequent_indent=" " * 5, break_on_hyphens=False))
-    if any(item["status"] != 0 for item in items):
+    if any(item.plan is None for item in items):
         out.lines.extend(textwrap.wrap(
-            f'refused: the plan call fails (status 2) with "{_REFUSAL_PREFIX.strip()} " '
-            "followed by the numbered text, verbatim", WIDTH, break_on_hyphens=False))
+            f'refused: the plan call fails (status {SpeculationRefused.status}) with '
+            f'"{REFUSAL_PREFIX.strip()} " followed by the numbered text, verbatim', WIDTH,
+            break_on_hyphens=False))
     out.flush()
 
 

@@ -29,13 +29,13 @@ what it accepts.
 from __future__ import annotations
 
 from ._value import Value
-from .errors import InvalidArgument
+from .errors import InvalidArgument, JsonArgumentError
 from .jsontext import parse_json_object, show_value as _show
 from .policy import (ALLOWED_SPECULATION_BLOCKS, ALLOWED_SPECULATION_BLOCKS_TEXT,
                      DRAFTER_SPELLINGS, U32_MAX, Speculation, SpeculativeDrafter)
 
-__all__ = ["OPTION_KEYS", "MAX_OPTIONS_BYTES", "ABSENT", "Options", "parse_options",
-           "decode_text", "near_miss"]
+__all__ = ["OPTION_KEYS", "MAX_OPTIONS_BYTES", "ABSENT", "DEFAULT_OPTIONS", "Options",
+           "parse_options", "allowed_block", "decode_text", "near_miss"]
 
 OPTION_KEYS = ("speculation", "speculativeDrafter", "temperature", "engineBlocker")
 # A GUI's open-options object is a few hundred bytes; this refuses a 10 MB
@@ -79,6 +79,20 @@ class Options(Value):
     def deterministic(self) -> bool:
         """Absent temperature is the open-time decision, which assumes greedy."""
         return self.temperature is None or self.temperature == 0
+
+    def replace(self, speculation: Speculation, drafter: SpeculativeDrafter) -> Options:
+        """These options with `speculation` and `drafter` in place of their
+        own, every other field as it is (whatever fields Options grows): what
+        each item of a choices table is planned with. Not checked again --
+        both are already values of their types -- and so half the cost of the
+        constructor, 51 times a table."""
+        fresh = object.__new__(Options)
+        setter = object.__setattr__
+        for name, value in zip(self._field_names, self._fields()):
+            setter(fresh, name, value)
+        setter(fresh, "speculation", speculation)
+        setter(fresh, "drafter", drafter)
+        return fresh
 
 
 DEFAULT_OPTIONS = Options()
@@ -125,7 +139,11 @@ def near_miss(key: str) -> str | None:
     return best
 
 
-def _block(value: object, n: int) -> Speculation:
+def allowed_block(n: int, value: object = None) -> Speculation:
+    """`Speculation.block(n)` for a block in 1..=15, else InvalidArgument in
+    the grammar's words (`value`: the option value as given, `n` by default)."""
+    if value is None:
+        value = n
     if n in ALLOWED_SPECULATION_BLOCKS:
         return Speculation.block(n)
     why = ("0 proposes nothing" if n == 0 else
@@ -140,7 +158,7 @@ def _speculation(value: object) -> Speculation:
         return Speculation.AUTO
     if type(value) is int:
         if 0 <= value <= U32_MAX:
-            return _block(value, value)
+            return allowed_block(value)
         raise InvalidArgument(f"speculation: got {_show(value)}, which is not a block (blocks "
                               f"are {ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts "
                               f"{_SPECULATION_ACCEPTS}")
@@ -156,7 +174,7 @@ def _speculation(value: object) -> Speculation:
                 # u32 needs more than 10 once leading zeros are gone.
                 digits = value.lstrip("0") or "0"
                 if len(digits) <= 10 and int(digits) <= U32_MAX:
-                    return _block(value, int(digits))
+                    return allowed_block(int(digits), value)
                 raise InvalidArgument(
                     f"speculation: got {_show(value)}, which is not a block (blocks are "
                     f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {_SPECULATION_ACCEPTS}")
@@ -204,10 +222,37 @@ _FIELDS = {"speculation": "speculation", "speculativeDrafter": "drafter",
            "temperature": "temperature", "engineBlocker": "engine_blocker"}
 
 
+_parsed: dict = {}
+MAX_PARSED_OPTIONS = 256
+# Only options texts up to this size are remembered (as the C warm path's
+# TSFFI_CACHE_MAX_ARG), so the memo holds at most 256 x 4 KiB of keys.
+MAX_PARSED_OPTIONS_BYTES = 4096
+
+
 def parse_options(raw: bytes | str | None, what: str = "options_json") -> Options:
-    """The typed request in `raw` (UTF-8 JSON text); None or empty = defaults."""
+    """The typed request in `raw` (UTF-8 JSON text); None or empty = defaults.
+
+    Remembered per text (a GUI sends the same few objects over and over; the
+    answer is an immutable value), a refusal too, raised anew each time."""
     if raw is None or len(raw) == 0:
         return DEFAULT_OPTIONS
+    if what != "options_json" or len(raw) > MAX_PARSED_OPTIONS_BYTES:
+        return _parse(raw, what)
+    parsed = _parsed.get(raw)
+    if parsed is None:
+        try:
+            parsed = _parse(raw, what)
+        except (InvalidArgument, JsonArgumentError) as exc:
+            parsed = exc.with_traceback(None)  # its frames need not live on
+        if len(_parsed) >= MAX_PARSED_OPTIONS:
+            _parsed.clear()
+        _parsed[raw] = parsed
+    if isinstance(parsed, Exception):
+        raise parsed.again()
+    return parsed
+
+
+def _parse(raw: bytes | str, what: str) -> Options:
     if len(raw) > MAX_OPTIONS_BYTES:
         raise InvalidArgument(f"{what} is {len(raw)} bytes; accepts at most "
                               f"{MAX_OPTIONS_BYTES} bytes")

@@ -1,6 +1,8 @@
 """The seed's flow end to end, for a host: resolve the drafter, derive the
-draft policies, take the blocker, resolve speculation. Plus what an install's
-index says, for a GUI that must explain an "unknown".
+draft policies, take the blocker, resolve speculation; the settings pane's
+table of every choice, each a plan; and `request`, the one way every entry
+point -- the C ABI and the command line alike -- turns a model_dir and an
+options text into the install and the options those are computed for.
 """
 
 from __future__ import annotations
@@ -8,58 +10,59 @@ from __future__ import annotations
 import os
 
 from ._value import Value
-from .options import ABSENT, DEFAULT_OPTIONS, Options
-from .policy import (DraftPolicies, DrafterChoice, Speculation, SpeculationPlan,
-                     SpeculativeDrafter, choose_drafter, draft_policies, resolve_speculation)
+from .errors import SpeculationRefused
+from .install import InstallSnapshot, snapshot
+from .model_names import check_model_dir, resolve_model_name
+from .options import ABSENT, DEFAULT_OPTIONS, Options, allowed_block, parse_options
+from .policy import (ALLOWED_SPECULATION_BLOCKS, REASON_DFLASH_OPT_IN, REASON_ENGINE,
+                     REASON_SAMPLED, SAMPLED_BLOCK_DRAFTER_REASON, DraftPolicies,
+                     DrafterChoice, Speculation, SpeculationPlan, SpeculativeDrafter,
+                     draft_policies, resolve_speculation)
 
-__all__ = ["PlanResult", "speculation_plan", "plan_for_snapshot", "choice_for_snapshot",
-           "check_model_dir", "SpeculationChoice", "SpeculationChoices",
-           "choices_for_snapshot"]
+__all__ = ["PlanResult", "Request", "request", "speculation_plan", "plan_for_snapshot",
+           "SpeculationChoice", "SpeculationChoices", "choices_for_snapshot"]
 
 
 class PlanResult(Value):
     """`model_dir` is the directory the plan read (the model name resolved),
-    None for a plan not made from an install."""
+    None for a plan not made from an install. `reason_code` is the code of
+    the speculation's reason (policy.REASON_* and the codes blockers.py,
+    resident_index.py and expert_layout.py own), None when it has none."""
 
-    __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir")
+    __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir",
+                 "reason_code")
 
     def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
                  speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = (),
-                 model_dir: str | None = None) -> None:
+                 model_dir: str | None = None, reason_code: str | None = None) -> None:
         self._init(choice=choice, policies=policies, speculation=speculation,
-                   ignored_keys=ignored_keys, model_dir=model_dir)
+                   ignored_keys=ignored_keys, model_dir=model_dir, reason_code=reason_code)
 
 
-def check_model_dir(model_dir: str | bytes | os.PathLike) -> str:
-    """`model_names.check_model_dir`: the one check of a model_dir argument."""
-    from .model_names import check_model_dir as check
-    return check(model_dir)
-
-
-def choice_for_snapshot(snap, requested: SpeculativeDrafter) -> DrafterChoice:
-    """`policy.resolve_drafter` on an install snapshot (memoised on it)."""
-    try:  # the memo's hit, without building its fallback (51 calls a table)
-        return snap._memo[("choice", requested)]
-    except KeyError:
-        return snap.memo(("choice", requested), lambda: choose_drafter(requested, snap.index))
-
-
-def plan_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> PlanResult:
+def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> PlanResult:
     """The whole decision for the install `snap` under `options`."""
-    choice = choice_for_snapshot(snap, options.drafter)
+    choice = snap.resolve_drafter(options.drafter)
     policies = draft_policies(choice, options.speculation)
     # The note outranks the engine's reason: that one would say "carries no
     # multi-token-prediction head" -- true, and the wrong thing to tell
     # someone holding a drafter this port can run.
     if choice.note is not None:
-        blocker = choice.note
+        blocker, code = choice.note, REASON_DFLASH_OPT_IN
     elif options.engine_blocker is not ABSENT:
-        blocker = options.engine_blocker
+        blocker, code = options.engine_blocker, REASON_ENGINE
     else:
-        blocker = snap.blocker_preview(choice.drafter)
+        preview = snap.blocker_preview(choice.drafter)
+        blocker, code = (None, None) if preview is None else (preview.message, preview.code)
     plan = resolve_speculation(options.speculation, choice.drafter, blocker,
                                options.deterministic)
-    return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir)
+    reason = None if plan.enabled else plan.reason
+    # resolve_speculation gives the blocker it was handed as the reason, or
+    # its own sampled reason: told apart by identity, never by the words.
+    if reason is None:
+        code = None
+    elif reason is not blocker:
+        code = REASON_SAMPLED if reason is SAMPLED_BLOCK_DRAFTER_REASON else None
+    return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code)
 
 
 class SpeculationChoice(Value):
@@ -90,96 +93,124 @@ class SpeculationChoices(Value):
                    ignored_keys=ignored_keys)
 
 
-_TABLE_SPECULATIONS: tuple[Speculation, ...] | None = None
+# The table's rows and columns, in the order a settings pane lists them.
+TABLE_SPECULATIONS = (Speculation.AUTO, Speculation.OFF,
+                      *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
+TABLE_DRAFTERS = (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)
 
 
-def _choice_item(speculation: Speculation, drafter: SpeculativeDrafter, plan: PlanResult | None,
-                 refusal: str | None, selected: bool) -> SpeculationChoice:
-    """`SpeculationChoice(...)` without the keyword packing of `_init`: 51
-    a table."""
-    item = object.__new__(SpeculationChoice)
-    setter = object.__setattr__
-    setter(item, "speculation", speculation)
-    setter(item, "drafter", drafter)
-    setter(item, "plan", plan)
-    setter(item, "refusal", refusal)
-    setter(item, "selected", selected)
-    return item
+def _item(snap: InstallSnapshot, options: Options) -> tuple[PlanResult | None, str | None]:
+    try:
+        return plan_for_snapshot(snap, options), None
+    except SpeculationRefused as exc:
+        return None, str(exc)
 
 
-def choices_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> SpeculationChoices:
+def choices_for_snapshot(snap: InstallSnapshot,
+                         options: Options = DEFAULT_OPTIONS) -> SpeculationChoices:
     """`plan_for_snapshot` for every item of the two pickers: speculation
     "auto", "off", 1..15 (outer) by drafter "auto", "mtp", "dflash" (inner),
     the other options held as given. Each item IS that call's answer, so the
     table cannot disagree with a plan. `selected` marks the item equal to
     `options`' own speculation and drafter; a block outside 1..15 there is
     refused, since no item could be selected."""
-    from .errors import SpeculationRefused
-    from .policy import ALLOWED_SPECULATION_BLOCKS
-
-    if options.speculation.kind == "block" and \
-            options.speculation.n not in ALLOWED_SPECULATION_BLOCKS:
+    if options.speculation.kind == "block":
         # Options built in Python, not parsed: refused in the parser's words.
-        from .options import _block
-        _block(options.speculation.n, options.speculation.n)
-    global _TABLE_SPECULATIONS
-    speculations = _TABLE_SPECULATIONS
-    if speculations is None:  # made on the first table, not at import (cold start)
-        speculations = _TABLE_SPECULATIONS = (
-            Speculation.AUTO, Speculation.OFF, *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
-    drafters = (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)
+        allowed_block(options.speculation.n)
     picked_speculation, picked_drafter = options.speculation, options.drafter
-    # Each item's options: the host's, every field copied (whatever fields
-    # Options grows), with the item's two set. Copied field by field rather
-    # than through __init__: half the cost, 51 times a table.
-    names, values, setter = Options._field_names, options._fields(), object.__setattr__
     # plan_for_snapshot reads the requested drafter only through its first
-    # step, choice_for_snapshot: a drafter whose choice equals an earlier
-    # column's (auto resolving to mtp without a note, on most installs) gets
-    # that column's answers, a third of the table's decisions. Every item is
-    # still checked against the plan call itself (tests/test_choices.py).
-    resolved = [choice_for_snapshot(snap, drafter) for drafter in drafters]
+    # step, the snapshot's resolve_drafter: a drafter whose choice equals an
+    # earlier column's (auto resolving to mtp without a note, on most
+    # installs) gets that column's answers, a third of the table's decisions.
+    # Every item is still checked against the plan call itself
+    # (tests/test_choices.py).
+    resolved = [snap.resolve_drafter(drafter) for drafter in TABLE_DRAFTERS]
     same_as = [next((j for j in range(i) if resolved[j] == resolved[i]), None)
-               for i in range(len(drafters))]
-    entries = []
-    for speculation in speculations:
+               for i in range(len(TABLE_DRAFTERS))]
+    entries: list[SpeculationChoice] = []
+    for speculation in TABLE_SPECULATIONS:
         picked = speculation == picked_speculation
-        row = len(entries)
-        for column, drafter in enumerate(drafters):
+        row: list[tuple[PlanResult | None, str | None]] = []
+        for column, drafter in enumerate(TABLE_DRAFTERS):
             earlier = same_as[column]
-            if earlier is not None:
-                twin = entries[row + earlier]
-                entries.append(_choice_item(speculation, drafter, twin.plan, twin.refusal,
-                                            picked and drafter is picked_drafter))
-                continue
-            item_options = object.__new__(Options)
-            for name, value in zip(names, values):
-                setter(item_options, name, value)
-            setter(item_options, "speculation", speculation)
-            setter(item_options, "drafter", drafter)
-            try:
-                plan = plan_for_snapshot(snap, item_options)
-                refusal = None
-            except SpeculationRefused as exc:
-                plan, refusal = None, str(exc)
-            entries.append(_choice_item(speculation, drafter, plan, refusal,
-                                        picked and drafter is picked_drafter))
+            answer = row[earlier] if earlier is not None else \
+                _item(snap, options.replace(speculation, drafter))
+            row.append(answer)
+            entries.append(SpeculationChoice(speculation, drafter, answer[0], answer[1],
+                                             picked and drafter is picked_drafter))
     # The install's flags as the drafter choice reads them: the same
     # three-state answer every plan above carries.
-    choice = choice_for_snapshot(snap, SpeculativeDrafter.AUTO)
+    choice = resolved[0]
     return SpeculationChoices(snap.model_dir, choice.install_has_mtp_head,
                               choice.install_has_dflash, tuple(entries), options.ignored_keys)
 
 
+class Request:
+    """One call's arguments as every entry point takes them: `model_dir`
+    checked (`name`, as given), `options` parsed, the name resolved and the
+    install it names read (`snapshot`). Its answers are remembered on the
+    snapshot, so they live and die with it."""
+
+    __slots__ = ("name", "options", "snapshot")
+
+    def __init__(self, name: str, options: Options, snap: InstallSnapshot) -> None:
+        self.name = name
+        self.options = options
+        self.snapshot = snap
+
+    @property
+    def model_dir(self) -> str:
+        """The directory read: the name resolved."""
+        return self.snapshot.model_dir
+
+    @property
+    def names_the_directory(self) -> bool:
+        """Whether the name IS the directory read -- an absolute path that
+        was an existing directory, which the resolution answers without the
+        environment or the working directory -- so that an answer about it
+        may be remembered by the name alone (tsffi_embed.c's warm path checks
+        the same at every lookup and store)."""
+        return self.snapshot.model_dir == self.name
+
+    def memo(self, what: str, compute, *args):
+        """`compute(*args)`, remembered on the snapshot as this request's
+        `what` (a refusal too, raised anew)."""
+        return self.snapshot.memo((what, self.options), compute, *args)
+
+    def resolve_drafter(self) -> DrafterChoice:
+        return self.snapshot.resolve_drafter(self.options.drafter)
+
+    def plan(self) -> PlanResult:
+        """`plan_for_snapshot` for this request (raises SpeculationRefused)."""
+        return self.memo("plan", plan_for_snapshot, self.snapshot, self.options)
+
+    def choices(self) -> SpeculationChoices:
+        """`choices_for_snapshot` for this request."""
+        return self.memo("choices", choices_for_snapshot, self.snapshot, self.options)
+
+
+def request(model_dir: str | bytes | os.PathLike,
+            options: Options | str | bytes | None = None) -> Request:
+    """The one order of every entry point: `model_dir` checked
+    (model_names.check_model_dir), then the options parsed -- so a bad option
+    is refused before any install is read, whatever the install or the
+    blocker -- then the name resolved as the engine resolves it and the
+    install read (a snapshot, cached while its files are unchanged).
+    `options`: an `Options`, or the options JSON a host passes (None or
+    empty: the defaults)."""
+    name = check_model_dir(model_dir)
+    if not isinstance(options, Options):
+        options = parse_options(options)
+    return Request(name, options, snapshot(resolve_model_name(name)))
+
+
 def speculation_plan(model_dir: str | bytes | os.PathLike,
-                     options: Options = DEFAULT_OPTIONS) -> PlanResult:
+                     options: Options | str | bytes | None = DEFAULT_OPTIONS) -> PlanResult:
     """The whole decision for `model_dir` (a directory or an installed alias,
     resolved as the engine resolves it: model_names.py) under `options`.
 
     Raises `SpeculationRefused` (the seed's Err) for a named block that cannot
     be served, `InvalidArgument` for an empty, non-UTF-8 or NUL-holding
-    model_dir.
+    model_dir or an invalid option.
     """
-    from .install import snapshot
-    from .model_names import resolve_model_dir
-    return plan_for_snapshot(snapshot(resolve_model_dir(model_dir)), options)
+    return request(model_dir, options).plan()

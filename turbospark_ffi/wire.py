@@ -3,6 +3,11 @@ is built here from the package's values (the decisions, the plan, the
 choices table, install info, build info), and a drafter choice a host hands
 back is read here. Above the policy: it knows every value, and nothing
 below it knows a shape. The text itself is jsontext's.
+
+The `*_json(request)` functions are the answers of the functions that take a
+model, as the bytes the C ABI returns, remembered on the install snapshot:
+_abi.py returns them to C and `turbospark-ffi ... --json` prints them, so the
+two cannot differ.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
 
+    from .install import InstallSnapshot
     from .options import Options
+    from .plan import Request
 
-__all__ = ["choice_to_dict", "resolved_choice_to_dict", "policies_to_dict", "speculation_to_dict", "plan_to_dict",
-           "choices_to_dict", "STATUS_OK", "STATUS_REFUSED", "choice_from_json",
-           "install_info_to_dict", "build_info_to_dict"]
+__all__ = ["choice_to_dict", "resolved_choice_to_dict", "policies_to_dict",
+           "speculation_to_dict", "plan_to_dict", "choices_to_dict", "choice_from_json",
+           "install_info_to_dict", "build_info_to_dict", "drafter_json", "plan_json",
+           "choices_json", "install_info_json", "speculation_choices", "install_info"]
 
 
 def choice_to_dict(choice) -> dict:
@@ -57,12 +65,6 @@ def plan_to_dict(result) -> dict:
             "modelDir": result.model_dir}
 
 
-# The header's TSFFI_OK and TSFFI_ERR_REFUSED (never renumbered), for the
-# table's per-item status, which the pure-Python API produces too.
-STATUS_OK = 0
-STATUS_REFUSED = 2
-
-
 def _speculation_value(speculation) -> str | int:
     """A `Speculation` as the option value that asks for it."""
     return speculation.n if speculation.kind == "block" else speculation.kind
@@ -72,12 +74,14 @@ def choices_to_dict(table) -> dict:
     """The `tsffi_speculation_choices` object. Each item's `plan` is exactly
     `plan_to_dict` of that item's plan, and `error` the refusal's message,
     so an item reads byte for byte as the plan call for it would."""
+    from .errors import STATUS_OK, SpeculationRefused
+    refused = SpeculationRefused.status
     items = []
     for entry in table.choices:
         plan = entry.plan
         items.append({"speculation": _speculation_value(entry.speculation),
                       "speculativeDrafter": entry.drafter.value,
-                      "status": STATUS_OK if plan is not None else STATUS_REFUSED,
+                      "status": STATUS_OK if plan is not None else refused,
                       "plan": plan_to_dict(plan) if plan is not None else None,
                       "error": entry.refusal,
                       "selected": entry.selected})
@@ -148,6 +152,34 @@ def build_info_to_dict(abi_version: int, library: str, owns_interpreter: bool) -
             "sysPath": list(sys.path), "ownsInterpreter": owns_interpreter}
 
 
+def _text(value) -> bytes:
+    from .jsontext import dumps
+    return dumps(value).encode("ascii")
+
+
+def drafter_json(request: Request) -> bytes:
+    """What `tsffi_resolve_drafter` returns for `request`."""
+    return request.memo("drafter-json", lambda: _text(resolved_choice_to_dict(
+        request.resolve_drafter(), request.model_dir)))
+
+
+def plan_json(request: Request) -> bytes:
+    """What `tsffi_speculation_plan` returns for `request` (raises
+    SpeculationRefused, as it refuses)."""
+    return request.memo("plan-json", lambda: _text(plan_to_dict(request.plan())))
+
+
+def choices_json(request: Request) -> bytes:
+    """What `tsffi_speculation_choices` returns for `request`."""
+    return request.memo("choices-json", lambda: _text(choices_to_dict(request.choices())))
+
+
+def install_info_json(request: Request) -> bytes:
+    """What `tsffi_install_info_json` returns for `request`'s install."""
+    return request.snapshot.memo(("info-json",), lambda: _text(
+        install_info_to_dict(request.snapshot)))
+
+
 # The Python API's dict-returning calls: the same objects as the C ABI's.
 
 def speculation_choices(model_dir: str | bytes | os.PathLike,
@@ -156,25 +188,18 @@ def speculation_choices(model_dir: str | bytes | os.PathLike,
     the `tsffi_speculation_choices` object (`options`: an `Options`, or the
     options JSON a host passes). Raises what the plan call raises for bad
     options, and `InvalidArgument` for a block outside 1..15."""
-    from .install import snapshot
-    from .model_names import resolve_model_dir
-    snap = snapshot(resolve_model_dir(model_dir))
-    from .options import Options, parse_options
-    from .plan import choices_for_snapshot
-    if not isinstance(options, Options):
-        options = parse_options(options)
-    return choices_to_dict(choices_for_snapshot(snap, options))
+    from .plan import request
+    return choices_to_dict(request(model_dir, options).choices())
 
 
 def install_info(model_dir: str | bytes | os.PathLike) -> dict:
     """What the install's files say, as the `tsffi_install_info_json` object
     (`model_dir` resolved as in `speculation_plan`)."""
-    from .install import snapshot
-    from .model_names import resolve_model_dir
-    return install_info_to_dict(snapshot(resolve_model_dir(model_dir)))
+    from .plan import request
+    return install_info_to_dict(request(model_dir).snapshot)
 
 
-def install_info_to_dict(snap) -> dict:
+def install_info_to_dict(snap: InstallSnapshot) -> dict:
     """The `tsffi_install_info_json` object of an install snapshot."""
     from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
     from .policy import SpeculativeDrafter
@@ -220,6 +245,8 @@ def install_info_to_dict(snap) -> dict:
         "expertsPerLayer": layout.experts_per_layer if layout is not None else None,
         "numLayers": layout.num_layers if layout is not None else None,
         "error": None if snap.layout_error is None else str(snap.layout_error)}
-    info["blockerPreview"] = {"mtp": snap.blocker_preview(SpeculativeDrafter.MTP),
-                              "dflash": snap.blocker_preview(SpeculativeDrafter.DFLASH)}
+    previews = {key: snap.blocker_preview(drafter) for key, drafter in
+                (("mtp", SpeculativeDrafter.MTP), ("dflash", SpeculativeDrafter.DFLASH))}
+    info["blockerPreview"] = {key: None if preview is None else preview.message
+                              for key, preview in previews.items()}
     return info
