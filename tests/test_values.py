@@ -152,8 +152,6 @@ EQUAL = [(M.fixed(2), M.fixed(2)), (F.fixed(7), F("fixed", 7)),
          (S.block(3), S("block", 3)),
          (DraftPolicies(M.fixed(2), F.OFF), DraftPolicies.mtp_only(M.fixed(2))),
          (Options(speculation=S.block(3)), Options(speculation=S.block(3))),
-         (Options(temperature=0.5).replace(S.block(3), D.MTP),
-          Options(speculation=S.block(3), drafter=D.MTP, temperature=0.5)),
          (_entry(), _entry())]
 
 

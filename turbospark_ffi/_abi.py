@@ -84,6 +84,9 @@ def _index_scan(ffi, lib):
     reader (resident_index.use_native_scan says what it returns), or None
     from it to let the Python passes decide and word the failure."""
     new, buffer, scan = ffi.new, ffi.buffer, lib.tsffi_index_scan
+    # The names' buffer is written whole by the pass before any of it is
+    # read: not zeroed first (4 MB at 100,000 entries).
+    uncleared = ffi.new_allocator(should_clear_after_alloc=False)
     ok, too_small = lib.TSFFI__SCAN_OK, lib.TSFFI__SCAN_JOINED_TOO_SMALL
 
     def check(head: bytes, tail: bytes, count: int, index_size: int, resident_end: int,
@@ -94,7 +97,7 @@ def _index_scan(ffi, lib):
         capacity = len(tail) + count
         facts = new("int64_t[]", 2 + names_asked)
         for _attempt in range(2):
-            joined = new("char[]", capacity + 1)
+            joined = uncleared("char[]", capacity + 1)
             verdict = scan(head, tail, len(tail), count, index_size, resident_end, queries,
                            joined + 1, capacity, facts)
             if verdict == ok:
@@ -185,25 +188,26 @@ def _draft_policies(choice_json: bytes, options: bytes) -> bytes:
     from .errors import InvalidArgument
     from .options import MAX_OPTIONS_BYTES, decode_text, parse_options
     from .policy import draft_policies
-    from .wire import choice_from_json, policies_to_dict
+    from .wire import choice_from_json, policies_text
     if len(choice_json) > MAX_OPTIONS_BYTES:
         raise InvalidArgument(f"choice_json is {len(choice_json)} bytes; accepts at most "
                               f"{MAX_OPTIONS_BYTES} bytes (what tsffi_resolve_drafter returns)")
     choice = choice_from_json(decode_text(choice_json, "choice_json"))
-    return _encode(policies_to_dict(draft_policies(choice, parse_options(options).speculation)))
+    return policies_text(draft_policies(choice, parse_options(options).speculation)).encode(
+        "ascii")
 
 
 def _resolve_speculation(options: bytes, unused: bytes) -> bytes:
     from .options import ABSENT, parse_options
     from .policy import SpeculativeDrafter, resolve_speculation
-    from .wire import speculation_to_dict
+    from .wire import speculation_text
     opts = parse_options(options)
     # An absent or auto drafter takes the seed's non-DFlash2 arms, which is
     # the MTP drafter's, and is reported as such.
     drafter = SpeculativeDrafter.MTP if opts.drafter is SpeculativeDrafter.AUTO else opts.drafter
     blocker = None if opts.engine_blocker is ABSENT else opts.engine_blocker
     plan = resolve_speculation(opts.speculation, drafter, blocker, opts.deterministic)
-    return _encode(speculation_to_dict(plan, drafter))
+    return speculation_text(plan, drafter).encode("ascii")
 
 
 def _build_info(unused_a: bytes, unused_b: bytes) -> bytes:

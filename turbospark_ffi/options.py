@@ -80,20 +80,6 @@ class Options(Value):
         """Absent temperature is the open-time decision, which assumes greedy."""
         return self.temperature is None or self.temperature == 0
 
-    def replace(self, speculation: Speculation, drafter: SpeculativeDrafter) -> Options:
-        """These options with `speculation` and `drafter` in place of their
-        own, every other field as it is (whatever fields Options grows): what
-        each item of a choices table is planned with. Not checked again --
-        both are already values of their types -- and so half the cost of the
-        constructor, 51 times a table."""
-        fresh = object.__new__(Options)
-        setter = object.__setattr__
-        for name, value in zip(self._field_names, self._fields()):
-            setter(fresh, name, value)
-        setter(fresh, "speculation", speculation)
-        setter(fresh, "drafter", drafter)
-        return fresh
-
 
 DEFAULT_OPTIONS = Options()
 

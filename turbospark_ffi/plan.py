@@ -19,8 +19,9 @@ from .policy import (ALLOWED_SPECULATION_BLOCKS, REASON_DFLASH_OPT_IN, REASON_EN
                      DrafterChoice, Speculation, SpeculationPlan, SpeculativeDrafter,
                      draft_policies, resolve_speculation)
 
-__all__ = ["PlanResult", "Request", "request", "speculation_plan", "plan_for_snapshot",
-           "SpeculationChoice", "SpeculationChoices", "choices_for_snapshot"]
+__all__ = ["PlanResult", "Request", "request", "speculation_plan", "decide", "plan_for_snapshot",
+           "SpeculationChoice", "SpeculationChoices", "TABLE_SPECULATIONS", "TABLE_DRAFTERS",
+           "table", "choices_for_snapshot"]
 
 
 class PlanResult(Value):
@@ -35,26 +36,50 @@ class PlanResult(Value):
     def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
                  speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = (),
                  model_dir: str | None = None, reason_code: str | None = None) -> None:
-        self._init(choice=choice, policies=policies, speculation=speculation,
-                   ignored_keys=ignored_keys, model_dir=model_dir, reason_code=reason_code)
+        # One by one rather than through Value._init's keywords: half the
+        # cost, 34 times a table (as policy.py's values).
+        setter = object.__setattr__
+        setter(self, "choice", choice)
+        setter(self, "policies", policies)
+        setter(self, "speculation", speculation)
+        setter(self, "ignored_keys", ignored_keys)
+        setter(self, "model_dir", model_dir)
+        setter(self, "reason_code", reason_code)
 
 
-def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> PlanResult:
-    """The whole decision for the install `snap` under `options`."""
-    choice = snap.resolve_drafter(options.drafter)
-    policies = draft_policies(choice, options.speculation)
+def decide(snap: InstallSnapshot, speculation: Speculation, drafter: SpeculativeDrafter,
+           options: Options) -> tuple[DrafterChoice, DraftPolicies, SpeculationPlan, str | None]:
+    """The seed's flow for the install `snap` under `options` with
+    `speculation` and `drafter` in place of its own: the drafter choice, the
+    draft policies, the speculation plan and its reason's code. Raises
+    SpeculationRefused for a named block that cannot be served. What
+    `plan_for_snapshot` answers, as its parts."""
+    return _decide(_column(snap, drafter, options), speculation, options.deterministic)
+
+
+def _column(snap: InstallSnapshot, drafter: SpeculativeDrafter, options: Options) -> tuple:
+    """The steps of the flow that do not depend on the speculation asked for
+    (a choices table takes them once per drafter, not once per item): the
+    drafter choice, and the blocker resolve_speculation is handed with its
+    code."""
+    choice = snap.resolve_drafter(drafter)
     # The note outranks the engine's reason: that one would say "carries no
     # multi-token-prediction head" -- true, and the wrong thing to tell
     # someone holding a drafter this port can run.
     if choice.note is not None:
-        blocker, code = choice.note, REASON_DFLASH_OPT_IN
-    elif options.engine_blocker is not ABSENT:
-        blocker, code = options.engine_blocker, REASON_ENGINE
-    else:
-        preview = snap.blocker_preview(choice.drafter)
-        blocker, code = (None, None) if preview is None else (preview.message, preview.code)
-    plan = resolve_speculation(options.speculation, choice.drafter, blocker,
-                               options.deterministic)
+        return choice, choice.note, REASON_DFLASH_OPT_IN
+    if options.engine_blocker is not ABSENT:
+        return choice, options.engine_blocker, REASON_ENGINE
+    preview = snap.blocker_preview(choice.drafter)
+    if preview is None:
+        return choice, None, None
+    return choice, preview.message, preview.code
+
+
+def _decide(column: tuple, speculation: Speculation, deterministic: bool) -> tuple:
+    choice, blocker, code = column
+    policies = draft_policies(choice, speculation)
+    plan = resolve_speculation(speculation, choice.drafter, blocker, deterministic)
     reason = None if plan.enabled else plan.reason
     # resolve_speculation gives the blocker it was handed as the reason, or
     # its own sampled reason: told apart by identity, never by the words.
@@ -62,6 +87,12 @@ def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS)
         code = None
     elif reason is not blocker:
         code = REASON_SAMPLED if reason is SAMPLED_BLOCK_DRAFTER_REASON else None
+    return choice, policies, plan, code
+
+
+def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> PlanResult:
+    """The whole decision for the install `snap` under `options`."""
+    choice, policies, plan, code = decide(snap, options.speculation, options.drafter, options)
     return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code)
 
 
@@ -74,8 +105,12 @@ class SpeculationChoice(Value):
 
     def __init__(self, speculation: Speculation, drafter: SpeculativeDrafter,
                  plan: PlanResult | None, refusal: str | None, selected: bool) -> None:
-        self._init(speculation=speculation, drafter=drafter, plan=plan, refusal=refusal,
-                   selected=selected)
+        setter = object.__setattr__  # as PlanResult's: 51 times a table
+        setter(self, "speculation", speculation)
+        setter(self, "drafter", drafter)
+        setter(self, "plan", plan)
+        setter(self, "refusal", refusal)
+        setter(self, "selected", selected)
 
 
 class SpeculationChoices(Value):
@@ -99,48 +134,66 @@ TABLE_SPECULATIONS = (Speculation.AUTO, Speculation.OFF,
 TABLE_DRAFTERS = (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)
 
 
-def _item(snap: InstallSnapshot, options: Options) -> tuple[PlanResult | None, str | None]:
-    try:
-        return plan_for_snapshot(snap, options), None
-    except SpeculationRefused as exc:
-        return None, str(exc)
-
-
-def choices_for_snapshot(snap: InstallSnapshot,
-                         options: Options = DEFAULT_OPTIONS) -> SpeculationChoices:
-    """`plan_for_snapshot` for every item of the two pickers: speculation
-    "auto", "off", 1..15 (outer) by drafter "auto", "mtp", "dflash" (inner),
-    the other options held as given. Each item IS that call's answer, so the
-    table cannot disagree with a plan. `selected` marks the item equal to
-    `options`' own speculation and drafter; a block outside 1..15 there is
-    refused, since no item could be selected."""
+def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> list[tuple]:
+    """Every item of the two pickers, in order -- speculation "auto", "off",
+    1..15 (outer) by drafter "auto", "mtp", "dflash" (inner), the other
+    options held as given -- as `(speculation, drafter, parts, refusal,
+    selected)`: `parts` what `decide` answers for the pair (None when it
+    refused, `refusal` then its message), `selected` whether the pair is
+    `options`' own. Each item IS the plan call's answer, so the table cannot
+    disagree with a plan. A block outside 1..15 in `options` is refused,
+    since no item could be selected."""
     if options.speculation.kind == "block":
         # Options built in Python, not parsed: refused in the parser's words.
         allowed_block(options.speculation.n)
     picked_speculation, picked_drafter = options.speculation, options.drafter
-    # plan_for_snapshot reads the requested drafter only through its first
-    # step, the snapshot's resolve_drafter: a drafter whose choice equals an
-    # earlier column's (auto resolving to mtp without a note, on most
-    # installs) gets that column's answers, a third of the table's decisions.
-    # Every item is still checked against the plan call itself
+    # decide reads the requested drafter only through its first step, the
+    # snapshot's resolve_drafter: a drafter whose choice equals an earlier
+    # column's (auto resolving to mtp without a note, on most installs) gets
+    # that column's answers -- the very same parts -- a third of the table's
+    # decisions. Every item is still checked against the plan call itself
     # (tests/test_choices.py).
-    resolved = [snap.resolve_drafter(drafter) for drafter in TABLE_DRAFTERS]
-    same_as = [next((j for j in range(i) if resolved[j] == resolved[i]), None)
+    columns = [_column(snap, drafter, options) for drafter in TABLE_DRAFTERS]
+    same_as = [next(j for j in range(i + 1) if columns[j][0] == columns[i][0])
                for i in range(len(TABLE_DRAFTERS))]
-    entries: list[SpeculationChoice] = []
+    deterministic = options.deterministic
+    items: list[tuple] = []
     for speculation in TABLE_SPECULATIONS:
         picked = speculation == picked_speculation
-        row: list[tuple[PlanResult | None, str | None]] = []
+        row = len(items)
         for column, drafter in enumerate(TABLE_DRAFTERS):
             earlier = same_as[column]
-            answer = row[earlier] if earlier is not None else \
-                _item(snap, options.replace(speculation, drafter))
-            row.append(answer)
-            entries.append(SpeculationChoice(speculation, drafter, answer[0], answer[1],
-                                             picked and drafter is picked_drafter))
+            if earlier != column:
+                parts, refusal = items[row + earlier][2:4]
+            else:
+                try:
+                    parts, refusal = _decide(columns[column], speculation, deterministic), None
+                except SpeculationRefused as exc:
+                    parts, refusal = None, str(exc)
+            items.append((speculation, drafter, parts, refusal,
+                          picked and drafter is picked_drafter))
+    return items
+
+
+def choices_for_snapshot(snap: InstallSnapshot,
+                         options: Options = DEFAULT_OPTIONS) -> SpeculationChoices:
+    """`table` as values: each item's plan is the `PlanResult` the plan call
+    answers (items that share their parts share it)."""
+    results: dict[int, PlanResult] = {}
+    entries = []
+    for speculation, drafter, parts, refusal, selected in table(snap, options):
+        result = None
+        if parts is not None:
+            result = results.get(id(parts))
+            if result is None:
+                choice, policies, plan, code = parts
+                result = results[id(parts)] = PlanResult(choice, policies, plan,
+                                                         options.ignored_keys, snap.model_dir,
+                                                         code)
+        entries.append(SpeculationChoice(speculation, drafter, result, refusal, selected))
     # The install's flags as the drafter choice reads them: the same
-    # three-state answer every plan above carries.
-    choice = resolved[0]
+    # three-state answer every plan carries.
+    choice = snap.resolve_drafter(SpeculativeDrafter.AUTO)
     return SpeculationChoices(snap.model_dir, choice.install_has_mtp_head,
                               choice.install_has_dflash, tuple(entries), options.ignored_keys)
 
