@@ -16,8 +16,8 @@ Three views, each the median of --reps repetitions (min..max):
    embedded interpreter never writes bytecode).
 2. first plan of an unseen install, at 866 and 100,000 entries and for the
    real-size MoE layout: install.snapshot split into load_resident_index and
-   load_expert_layout, then the blocker preview, the policy, wire.dumps; the
-   first choices table beside it.
+   load_expert_layout, then the blocker preview, the policy, the JSON text;
+   the first choices table beside it.
 3. a warm call (the library loaded in process, as a Python host loads it):
    the pieces _abi._speculation_plan runs on an unchanged install (check
    model_dir, the stat key, the memo lookup).
@@ -158,12 +158,11 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
     from turbospark_ffi import install
     from turbospark_ffi.blockers import first_full_attention_layer, preview_blocker
     from turbospark_ffi.expert_layout import load_expert_layout
-    from turbospark_ffi.jsontext import dumps
     from turbospark_ffi.options import parse_options
-    from turbospark_ffi.plan import choices_for_snapshot, plan_for_snapshot
+    from turbospark_ffi.plan import plan_for_snapshot
     from turbospark_ffi.policy import SpeculativeDrafter
     from turbospark_ffi.resident_index import load_resident_index, native_scan, use_native_scan
-    from turbospark_ffi.wire import choices_to_dict, plan_to_dict
+    from turbospark_ffi.wire import choices_text, plan_text
 
     weights = str(model_dir / "model_weights.bin")
     opts = parse_options(b'{"speculativeDrafter":"auto","speculation":"auto"}')
@@ -172,30 +171,28 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
     def fresh_snapshot():
         install.clear_cache()
         return install.snapshot(str(model_dir))
-    s_total = timed(lambda: dumps(plan_to_dict(plan_for_snapshot(fresh_snapshot(), opts))), reps)
-    s_table = timed(lambda: dumps(choices_to_dict(choices_for_snapshot(fresh_snapshot(), opts))),
-                    reps)
+    s_total = timed(lambda: plan_text(plan_for_snapshot(fresh_snapshot(), opts)), reps)
+    s_table = timed(lambda: choices_text(fresh_snapshot(), opts), reps)
     s_snap = timed(fresh_snapshot, reps)
     s_idx = timed(lambda: load_resident_index(weights), reps)
     s_lay = timed(lambda: load_expert_layout(str(model_dir)), reps)
     experts = load_expert_layout(str(model_dir)).experts_per_layer
-    s_plan = timed_fresh(fresh_snapshot, lambda s: dumps(plan_to_dict(plan_for_snapshot(s, opts))),
-                         reps)
+    s_plan = timed_fresh(fresh_snapshot, lambda s: plan_text(plan_for_snapshot(s, opts)), reps)
     s_block = timed_fresh(lambda: load_resident_index(weights),
                           lambda i: preview_blocker(i, experts, SpeculativeDrafter.MTP), reps)
     s_ffa = timed_fresh(lambda: load_resident_index(weights), first_full_attention_layer, reps)
     s_names = timed_fresh(lambda: load_resident_index(weights),
                           lambda i: i.names_containing(b".self_attn."), reps)
-    print(f"   total: snapshot + plan + dumps                {stat_line(s_total)}")
+    print(f"   total: snapshot + plan + text                 {stat_line(s_total)}")
     print(f"     install.snapshot                            {stat_line(s_snap)}")
     print(f"       load_resident_index                       {stat_line(s_idx)}")
     print(f"       load_expert_layout                        {stat_line(s_lay)}")
-    print(f"     plan_for_snapshot + dumps (fresh snapshot)  {stat_line(s_plan)}")
+    print(f"     plan_for_snapshot + text (fresh snapshot)   {stat_line(s_plan)}")
     print(f"       preview_blocker (fresh index)             {stat_line(s_block)}")
     print(f"         first_full_attention_layer              {stat_line(s_ffa)}")
     print(f"       names_containing(b'.self_attn.')          {stat_line(s_names)}")
     print(f"         (what the Python reader's answer to the layer costs; the C pass answers it)")
-    print(f"   first choices table: snapshot + table + dumps {stat_line(s_table)}"
+    print(f"   first choices table: snapshot + table text   {stat_line(s_table)}"
           f"  ({statistics.median(s_table) / statistics.median(s_total):.2f}x the first plan)")
     # Inside load_resident_index, for the large case: the C pass against the
     # Python passes (the fallback, and what words a refusal).
@@ -303,11 +300,10 @@ def warm(model_dir: Path, reps: int, loops: int) -> None:
         print(f"   {label:<48}{stat_line(per_call(fn), 1, 'ns')}")
 
 
-def threads(model_dir: Path, reps: int, millis: int) -> None:
+def threads(model_dir: Path, reps: int, millis: int, host: Path) -> None:
     import resource
-    host = BENCH / "out" / "bin" / "tsffi_host"
     if not host.exists():
-        print("4. threads: skipped (bench/out/bin/tsffi_host missing: run bench/run.py first)")
+        print(f"4. threads: skipped ({host} missing: run bench/run.py first, or pass --host)")
         return
     print(f"4. threads, warm calls on {model_dir.name} ({millis} ms each)")
     cpu0 = {sorted(os.sched_getaffinity(0))[0]}
@@ -337,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                          "that it runs, not what it measures")
     ap.add_argument("--installs", type=Path, default=INSTALLS,
                     help=f"where to write its installs (default {INSTALLS})")
+    ap.add_argument("--host", type=Path, default=BENCH / "out" / "bin" / "tsffi_host",
+                    help="the C host of view 4 (bench/tsffi_host.c, as bench/run.py builds it)")
     args = ap.parse_args(argv)
     reps = 2 if args.quick else args.reps
     large = 10000 if args.quick else 100000
@@ -359,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     first_plan(big, max(2 if args.quick else 3, reps // 2), f"{large:,} entries")
     first_plan(moe, reps, "MoE, real-size layout" if not args.quick else "MoE, 4-layer layout")
     warm(d866, max(2, reps // 2), 200 if args.quick else 20000)
-    threads(d866, max(1 if args.quick else 3, reps // 2), 50 if args.quick else 300)
+    threads(d866, max(1 if args.quick else 3, reps // 2), 50 if args.quick else 300, args.host)
     return 0
 
 

@@ -20,7 +20,7 @@ from .policy import (ALLOWED_SPECULATION_BLOCKS, REASON_DFLASH_OPT_IN, REASON_EN
                      draft_policies, resolve_speculation)
 
 __all__ = ["PlanResult", "Request", "request", "speculation_plan", "decide", "plan_for_snapshot",
-           "SpeculationChoice", "SpeculationChoices", "TABLE_SPECULATIONS", "TABLE_DRAFTERS",
+           "SpeculationChoice", "SpeculationChoices", "table_speculations", "TABLE_DRAFTERS",
            "table", "choices_for_snapshot"]
 
 
@@ -128,10 +128,21 @@ class SpeculationChoices(Value):
                    ignored_keys=ignored_keys)
 
 
-# The table's rows and columns, in the order a settings pane lists them.
-TABLE_SPECULATIONS = (Speculation.AUTO, Speculation.OFF,
-                      *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
+# The table's columns, in the order a settings pane lists them; its rows are
+# `table_speculations()`.
 TABLE_DRAFTERS = (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)
+_speculations: tuple[Speculation, ...] = ()
+
+
+def table_speculations() -> tuple[Speculation, ...]:
+    """The table's rows: speculation "auto", "off", then each block 1..15.
+    Made by the first table rather than at import: a plan needs none of
+    them, and every import is the library's start-up."""
+    global _speculations
+    if not _speculations:
+        _speculations = (Speculation.AUTO, Speculation.OFF,
+                         *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
+    return _speculations
 
 
 def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> list[tuple]:
@@ -158,7 +169,7 @@ def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> list[tup
                for i in range(len(TABLE_DRAFTERS))]
     deterministic = options.deterministic
     items: list[tuple] = []
-    for speculation in TABLE_SPECULATIONS:
+    for speculation in table_speculations():
         picked = speculation == picked_speculation
         row = len(items)
         for column, drafter in enumerate(TABLE_DRAFTERS):
