@@ -41,9 +41,18 @@ class TurbosparkError(ValueError):
 
 
 class InvalidArgument(TurbosparkError):
-    """An argument or option value outside its accepted set (TSFFI_ERR_INVALID_ARGUMENT)."""
+    """An argument or option value outside its accepted set (TSFFI_ERR_INVALID_ARGUMENT).
+
+    `option` is the option key refused when the option grammar refuses one
+    (the message is then "<option>: <what was wrong>"), else None: so a
+    front end can name its own flag for the key without reading the words.
+    """
 
     status = 1
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class JsonArgumentError(TurbosparkError):

@@ -136,7 +136,7 @@ def allowed_block(n: int, value: object = None) -> Speculation:
            "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows")
     raise InvalidArgument(f"speculation: got {_show(value)}, a block outside the allowed range "
                           f"{ALLOWED_SPECULATION_BLOCKS_TEXT} ({why}); accepts "
-                          f"{_SPECULATION_ACCEPTS}")
+                          f"{_SPECULATION_ACCEPTS}", option="speculation")
 
 
 def _speculation(value: object) -> Speculation:
@@ -147,7 +147,7 @@ def _speculation(value: object) -> Speculation:
             return allowed_block(value)
         raise InvalidArgument(f"speculation: got {_show(value)}, which is not a block (blocks "
                               f"are {ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts "
-                              f"{_SPECULATION_ACCEPTS}")
+                              f"{_SPECULATION_ACCEPTS}", option="speculation")
     if isinstance(value, str):
         if value.isascii():
             folded = value.lower()
@@ -163,8 +163,10 @@ def _speculation(value: object) -> Speculation:
                     return allowed_block(int(digits), value)
                 raise InvalidArgument(
                     f"speculation: got {_show(value)}, which is not a block (blocks are "
-                    f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {_SPECULATION_ACCEPTS}")
-    raise InvalidArgument(f"speculation: got {_show(value)}; accepts {_SPECULATION_ACCEPTS}")
+                    f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {_SPECULATION_ACCEPTS}",
+                    option="speculation")
+    raise InvalidArgument(f"speculation: got {_show(value)}; accepts {_SPECULATION_ACCEPTS}",
+                          option="speculation")
 
 
 def _drafter(value: object) -> SpeculativeDrafter:
@@ -172,7 +174,8 @@ def _drafter(value: object) -> SpeculativeDrafter:
         return SpeculativeDrafter.AUTO
     if isinstance(value, str) and value in DRAFTER_SPELLINGS:
         return SpeculativeDrafter(value)
-    raise InvalidArgument(f"speculativeDrafter: got {_show(value)}; accepts {_DRAFTER_ACCEPTS}")
+    raise InvalidArgument(f"speculativeDrafter: got {_show(value)}; accepts {_DRAFTER_ACCEPTS}",
+                          option="speculativeDrafter")
 
 
 _INFINITY = float("inf")
@@ -189,7 +192,8 @@ def _temperature(value: object) -> float | None:
         # NaN fails both comparisons. (No `math` import: 0.4 ms of cold start.)
         if 0 <= number < _INFINITY:
             return number
-    raise InvalidArgument(f"temperature: got {_show(value)}; accepts {_TEMPERATURE_ACCEPTS}")
+    raise InvalidArgument(f"temperature: got {_show(value)}; accepts {_TEMPERATURE_ACCEPTS}",
+                          option="temperature")
 
 
 def _engine_blocker(value: object) -> str | None:
@@ -199,7 +203,8 @@ def _engine_blocker(value: object) -> str | None:
     # as a NUL-terminated string.
     if isinstance(value, str) and value and "\x00" not in value:
         return value
-    raise InvalidArgument(f"engineBlocker: got {_show(value)}; accepts {_BLOCKER_ACCEPTS}")
+    raise InvalidArgument(f"engineBlocker: got {_show(value)}; accepts {_BLOCKER_ACCEPTS}",
+                          option="engineBlocker")
 
 
 _READERS = {"speculation": _speculation, "speculativeDrafter": _drafter,
@@ -259,6 +264,7 @@ def _parse(raw: bytes | str, what: str) -> Options:
             continue
         field = _FIELDS[key]
         if field in fields:
-            raise InvalidArgument(f"{key}: given more than once in {what}; accepts one value")
+            raise InvalidArgument(f"{key}: given more than once in {what}; accepts one value",
+                                  option=key)
         fields[field] = reader(value)
     return Options(ignored_keys=tuple(ignored), **fields)

@@ -386,8 +386,10 @@ def load_resident_index(path: str | os.PathLike) -> ResidentIndex:
         os.close(fd)
 
 
-def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
-    header = _pread_full(fd, HEADER_SIZE, 0)
+def _checked_header(header: bytes, file_size: int) -> tuple[int, int, int, int]:
+    """Checks 1-5 on the header: (indexSize, residentSize, entryCount, the
+    end of the resident region). Check 5 is also what bounds every read
+    after it by the file's real length."""
     # Check 1.
     if len(header) < HEADER_SIZE:
         raise ResidentIndexError(
@@ -428,6 +430,14 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
         raise ResidentIndexError(
             f"{_CORRUPT}indexSize {index_size} + residentSize {resident_size} = {resident_end} "
             f"exceeds the file's {file_size} bytes", check="resident_end_past_file")
+    return index_size, resident_size, entry_count, resident_end
+
+
+def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
+    header = _pread_full(fd, HEADER_SIZE, 0)
+    index_size, resident_size, entry_count, resident_end = _checked_header(header, file_size)
+    table_bytes = entry_count * ENTRY_SIZE
+    table_end = HEADER_SIZE + table_bytes
 
     # Check 6, first half: the entry table.
     table = _pread_full(fd, table_bytes, HEADER_SIZE)
