@@ -68,6 +68,7 @@ static void tsffi_set_error(const char *msg, size_t n);
 static int32_t tsffi_emit(char **out, const char *data, size_t n);
 static const char *tsffi_getenv(const char *name);
 struct tsffi_file_key { int64_t ok, dev, ino, size, mtime_ns, ctime_ns, mode; };
+static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys[2]);
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
                             const struct tsffi_file_key *keys, const char *result, size_t len);
 static const char *tsffi_get_library_path(void);
@@ -80,7 +81,8 @@ static uint64_t tsffi_index_names_end(const char *table, uint64_t count,
                                     uint64_t index_size, uint64_t table_end);
 static int tsffi_index_scan(const char *head, const char *tail, uint64_t tail_len,
                           uint64_t count, uint64_t index_size, uint64_t resident_end,
-                          char *joined, uint64_t joined_cap, uint64_t *needed);
+                          const char *queries, char *joined, uint64_t joined_cap,
+                          int64_t *facts);
 extern "Python" int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, char **out);
 extern "Python" int32_t tsffi_py_init_status(char *buf, size_t cap);
 """
