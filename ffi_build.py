@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 # The package's own readers of the header's numbers and of the library's
 # file names: one source for the build, the bundle and the tests.
-from turbospark_ffi.native import (HEADER_NAME, LINK_NAME, header_constants,  # noqa: E402
-                                   library_name)
+from turbospark_ffi.native import (BUILD_PATH_TAG, HEADER_NAME, LINK_NAME,  # noqa: E402
+                                   header_constants, library_name)
 HEADER = ROOT / "include" / HEADER_NAME
 # tsffi_embed.c: the runtime, the error slots and the warm cache; tsffi_index_scan.c:
 # the resident index's check 7 in one pass (resident_index.py's fast path).
@@ -68,6 +68,7 @@ static void tsffi_set_error(const char *msg, size_t n);
 static int32_t tsffi_emit(char **out, const char *data, size_t n);
 static const char *tsffi_getenv(const char *name);
 struct tsffi_file_key { int64_t ok, dev, ino, size, mtime_ns, ctime_ns, mode; };
+static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys[2]);
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
                             const struct tsffi_file_key *keys, const char *result, size_t len);
 static const char *tsffi_get_library_path(void);
@@ -80,7 +81,8 @@ static uint64_t tsffi_index_names_end(const char *table, uint64_t count,
                                     uint64_t index_size, uint64_t table_end);
 static int tsffi_index_scan(const char *head, const char *tail, uint64_t tail_len,
                           uint64_t count, uint64_t index_size, uint64_t resident_end,
-                          char *joined, uint64_t joined_cap, uint64_t *needed);
+                          const char *queries, char *joined, uint64_t joined_cap,
+                          int64_t *facts);
 extern "Python" int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, char **out);
 extern "Python" int32_t tsffi_py_init_status(char *buf, size_t cap);
 """
@@ -294,7 +296,9 @@ def build_defines(python: dict[str, Any], platform: str) -> list[tuple[str, str]
     loaded from: at load time the library finds them beside the libpython
     actually loaded (src/tsffi_embed.c, tsffi_python_home), so a Python moved
     with its files (Homebrew's versioned Cellar path on `brew upgrade`) keeps
-    working; the absolute ones are the fallback."""
+    working; the absolute ones are the fallback. The C stores each absolute
+    one led by TSFFI_BUILD_PATH_TAG, which a bundle finds to blank them in
+    its copy: they name the build machine's Python."""
     version = _var(python, "VERSION")
     stdlib = python["paths"]["stdlib"]
     dynload = os.path.join(stdlib, "lib-dynload")
@@ -314,6 +318,7 @@ def build_defines(python: dict[str, Any], platform: str) -> list[tuple[str, str]
         "TSFFI_BUILD_HOME_FROM_LIBPYTHON": os.path.relpath(home, anchor),
         "TSFFI_BUILD_STDLIB_FROM_LIBPYTHON": os.path.relpath(stdlib, anchor),
         "TSFFI_BUILD_DYNLOAD_FROM_LIBPYTHON": os.path.relpath(dynload, anchor),
+        "TSFFI_BUILD_PATH_TAG": BUILD_PATH_TAG,
     }
     return [(name, _c_string(value)) for name, value in values.items()]
 

@@ -3,6 +3,8 @@
 
     python3 bench/profile_plan.py            # writes its installs into bench/out/profile_installs
     python3 bench/profile_plan.py --reps 20
+    python3 bench/profile_plan.py --quick --installs DIR   # every stage once or twice, a
+                                             # 10,000-entry index for the large one (the test)
 
 Three views, each the median of --reps repetitions (min..max):
 
@@ -14,10 +16,11 @@ Three views, each the median of --reps repetitions (min..max):
    embedded interpreter never writes bytecode).
 2. first plan of an unseen install, at 866 and 100,000 entries and for the
    real-size MoE layout: install.snapshot split into load_resident_index and
-   load_expert_layout, then the blocker preview, the policy, wire.dumps.
+   load_expert_layout, then the blocker preview, the policy, the JSON text;
+   the first choices table beside it.
 3. a warm call (the library loaded in process, as a Python host loads it):
-   the pieces _abi._speculation_plan runs on an unchanged install (decode
-   and check model_dir, two stat() calls, the memo lookup).
+   the pieces _abi._speculation_plan runs on an unchanged install (check
+   model_dir, the stat key, the memo lookup).
 4. threads: bench/out/bin/tsffi_host (built by bench/run.py) with 1 and 8 host
    threads, free to use every core and pinned to one CPU, with the voluntary
    context switches per call: how much of a multi-thread loss is the GIL
@@ -63,15 +66,12 @@ import sys, time
 t0 = time.perf_counter_ns()
 from turbospark_ffi import _abi
 t1 = time.perf_counter_ns()
-from turbospark_ffi.install import snapshot
-from turbospark_ffi.options import parse_options
-from turbospark_ffi.plan import plan_for_snapshot
-from turbospark_ffi.jsontext import dumps
-from turbospark_ffi.wire import plan_to_dict
+from turbospark_ffi.plan import request
+from turbospark_ffi.wire import plan_json
 t2 = time.perf_counter_ns()
-snap = snapshot(sys.argv[1])
+req = request(sys.argv[1].encode(), b'{"speculativeDrafter":"auto","speculation":"auto"}')
 t3 = time.perf_counter_ns()
-out = dumps(plan_to_dict(plan_for_snapshot(snap, parse_options(b'{"speculativeDrafter":"auto","speculation":"auto"}'))))
+out = plan_json(req)
 t4 = time.perf_counter_ns()
 mods = sorted(m for m in sys.modules if m.startswith("turbospark_ffi"))
 print("TIMES", t1 - t0, t2 - t1, t3 - t2, t4 - t3)
@@ -106,8 +106,8 @@ def cold(model_dir: Path, reps: int) -> None:
                                         check=True), reps)
     print(f"   interpreter alone (-I -S -c pass), exec to exit {stat_line(bare, 1e6, 'ms')}")
     print(f"   import, read and plan, exec to exit           {stat_line(walls, 1e6, 'ms')}")
-    for k, what in enumerate(("import turbospark_ffi._abi", "import install/options/plan/wire",
-                              "install.snapshot (first read)", "plan + wire.dumps")):
+    for k, what in enumerate(("import turbospark_ffi._abi", "import plan and wire",
+                              "plan.request (first read)", "wire.plan_json")):
         print(f"     {what:<44}{stat_line([p[k] for p in phases], 1e6, 'ms')}")
     print(f"   modules loaded: {nmods} in all; turbospark_ffi's: {' '.join(modules)}")
     r = subprocess.run([exe, "-I", "-S", "-B", "-X", "importtime", "-c", code, str(model_dir)],
@@ -143,57 +143,62 @@ def cold(model_dir: Path, reps: int) -> None:
         print("   compile() cost of those: " + ", ".join(f"{m} {t / 1e6:.2f} ms" for m, t in comp))
 
 
+def timed_fresh(make, fn, reps: int) -> list[float]:
+    """fn(make()) timed, `make` (untimed) giving each repetition a fresh object."""
+    out = []
+    for _ in range(reps):
+        obj = make()
+        t = time.perf_counter_ns()
+        fn(obj)
+        out.append(time.perf_counter_ns() - t)
+    return out
+
+
 def first_plan(model_dir: Path, reps: int, label: str) -> None:
     from turbospark_ffi import install
+    from turbospark_ffi.blockers import first_full_attention_layer, preview_blocker
     from turbospark_ffi.expert_layout import load_expert_layout
     from turbospark_ffi.options import parse_options
     from turbospark_ffi.plan import plan_for_snapshot
     from turbospark_ffi.policy import SpeculativeDrafter
-    from turbospark_ffi.resident_index import load_resident_index
-    from turbospark_ffi.blockers import first_full_attention_layer, preview_blocker
-    from turbospark_ffi.jsontext import dumps
-    from turbospark_ffi.wire import plan_to_dict
-    import turbospark_ffi.resident_index as ri
+    from turbospark_ffi.resident_index import load_resident_index, native_scan, use_native_scan
+    from turbospark_ffi.wire import choices_text, plan_text
 
     weights = str(model_dir / "model_weights.bin")
     opts = parse_options(b'{"speculativeDrafter":"auto","speculation":"auto"}')
     print(f"2. first plan, {label}: {model_dir.name}")
-    snaps = []
 
-    def snap():
+    def fresh_snapshot():
         install.clear_cache()
-        snaps.append(install.snapshot(str(model_dir)))
-    s_snap = timed(snap, reps)
+        return install.snapshot(str(model_dir))
+    s_total = timed(lambda: plan_text(plan_for_snapshot(fresh_snapshot(), opts)), reps)
+    s_table = timed(lambda: choices_text(fresh_snapshot(), opts), reps)
+    s_snap = timed(fresh_snapshot, reps)
     s_idx = timed(lambda: load_resident_index(weights), reps)
     s_lay = timed(lambda: load_expert_layout(str(model_dir)), reps)
-    index = load_resident_index(weights)
-    layout = load_expert_layout(str(model_dir))
-    s_block = timed(lambda: preview_blocker(index, layout.experts_per_layer,
-                                            SpeculativeDrafter.MTP), reps)
-    s_ffa = timed(lambda: first_full_attention_layer(index), reps)
-    s_names = timed(lambda: index.names_containing(b".self_attn."), reps)
-
-    def plan_fresh_snapshot():
-        install.clear_cache()
-        s = install.snapshot(str(model_dir))
-        return dumps(plan_to_dict(plan_for_snapshot(s, opts)))
-    s_total = timed(plan_fresh_snapshot, reps)
-    s_plan = []
-    for s in snaps[:reps]:
-        s._memo.clear()
-        t = time.perf_counter_ns()
-        dumps(plan_to_dict(plan_for_snapshot(s, opts)))
-        s_plan.append(time.perf_counter_ns() - t)
-    print(f"   total: snapshot + plan + dumps                {stat_line(s_total)}")
+    experts = load_expert_layout(str(model_dir)).experts_per_layer
+    s_plan = timed_fresh(fresh_snapshot, lambda s: plan_text(plan_for_snapshot(s, opts)), reps)
+    s_block = timed_fresh(lambda: load_resident_index(weights),
+                          lambda i: preview_blocker(i, experts, SpeculativeDrafter.MTP), reps)
+    s_ffa = timed_fresh(lambda: load_resident_index(weights), first_full_attention_layer, reps)
+    s_names = timed_fresh(lambda: load_resident_index(weights),
+                          lambda i: i.names_containing(b".self_attn."), reps)
+    print(f"   total: snapshot + plan + text                 {stat_line(s_total)}")
     print(f"     install.snapshot                            {stat_line(s_snap)}")
     print(f"       load_resident_index                       {stat_line(s_idx)}")
     print(f"       load_expert_layout                        {stat_line(s_lay)}")
-    print(f"     plan_for_snapshot + dumps (fresh memo)      {stat_line(s_plan)}")
-    print(f"       preview_blocker                           {stat_line(s_block)}")
+    print(f"     plan_for_snapshot + text (fresh snapshot)   {stat_line(s_plan)}")
+    print(f"       preview_blocker (fresh index)             {stat_line(s_block)}")
     print(f"         first_full_attention_layer              {stat_line(s_ffa)}")
-    print(f"           names_containing(b'.self_attn.')      {stat_line(s_names)}")
-    # Inside load_resident_index, for the large case.
-    if index.entry_count >= 10000:
+    print(f"       names_containing(b'.self_attn.')          {stat_line(s_names)}")
+    print(f"         (what the Python reader's answer to the layer costs; the C pass answers it)")
+    print(f"   first choices table: snapshot + table text   {stat_line(s_table)}"
+          f"  ({statistics.median(s_table) / statistics.median(s_total):.2f}x the first plan)")
+    # Inside load_resident_index, for the large case: the C pass against the
+    # Python passes (the fallback, and what words a refusal).
+    if load_resident_index(weights).entry_count >= 10000:
+        import turbospark_ffi.resident_index as ri
+        scan = native_scan()
         fd = os.open(weights, os.O_RDONLY)
         try:
             size = os.fstat(fd).st_size
@@ -215,18 +220,16 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
                              reps)
             s_dict = timed(lambda: dict(zip(map(region.__getitem__, map(slice, offs, ends)),
                                             range(count))), reps)
-            s_native = None
-            if ri._native is not None:
-                s_native = timed(lambda: ri._native_check(ri._native, header + table, tail,
-                                                          count, index_size,
-                                                          index_size + resident), reps)
+            use_native_scan(None, None)
+            try:
+                s_python = timed(lambda: load_resident_index(weights), reps)
+            finally:
+                use_native_scan(*scan) if scan else None
         finally:
             os.close(fd)
         print(f"       inside load_resident_index ({count} entries, file {size} bytes):")
         print(f"         pread of the entry table                {stat_line(s_read)}")
-        if s_native is not None:
-            print(f"         C pass (what the library runs)          {stat_line(s_native)}")
-            print("         the Python passes (the fallback, and what a refusal runs):")
+        print(f"         load_resident_index, Python passes only {stat_line(s_python)}")
         print(f"         _name_ranges (memoryview casts)         {stat_line(s_ranges)}")
         print(f"         _all_ranges_valid                       {stat_line(s_valid)}")
         print(f"         _validated_names (incl. the above)      {stat_line(s_names2)}")
@@ -247,27 +250,27 @@ def load_library() -> None:
     if lib.tsffi_build_info_json(ctypes.byref(out)) != 0:
         sys.exit("profile_plan: the library did not start (run bench/run.py or ffi_build.py)")
     lib.tsffi_string_free(out)
-    import turbospark_ffi.resident_index as ri
-    print(f"   (library loaded in process; reader's C pass bound: {ri._native is not None})")
+    from turbospark_ffi.install import keys_in_use, python_file_keys
+    from turbospark_ffi.resident_index import native_scan
+    print(f"   (library loaded in process; reader's C pass bound: {native_scan() is not None}; "
+          f"the library's stat key: {keys_in_use() is not python_file_keys})")
 
 
-def warm(model_dir: Path, reps: int) -> None:
-    from turbospark_ffi import install
-    from turbospark_ffi.options import decode_text
-    from turbospark_ffi.plan import check_model_dir
-    from turbospark_ffi import _abi
-    from turbospark_ffi.expert_layout import LAYOUT_PATH
+def warm(model_dir: Path, reps: int, loops: int) -> None:
+    from turbospark_ffi import _abi, install
+    from turbospark_ffi.model_names import check_model_dir
+    from turbospark_ffi.plan import request
+    from turbospark_ffi.wire import plan_json
 
     raw = str(model_dir).encode()
     opts = b'{"speculativeDrafter":"auto","speculation":"auto"}'
-    install.clear_cache()
-    snap = install.snapshot(str(model_dir))
-    time.sleep(0.15)
-    install.clear_cache()
-    snap = install.snapshot(str(model_dir))
-    snap._memo[("plan", opts)] = b"x" * 400
-    loops = 20000
     d = str(model_dir)
+    install.clear_cache()
+    install.snapshot(d)
+    time.sleep(0.15)  # past the racy window: a snapshot the cache keeps
+    install.clear_cache()
+    snap = request(raw, opts).snapshot
+    plan_json(request(raw, opts))  # the answer, remembered on the snapshot
     w = os.path.join(d, "model_weights.bin")
 
     def per_call(fn):
@@ -283,13 +286,12 @@ def warm(model_dir: Path, reps: int) -> None:
     items = [
         ("empty Python call (floor of a call)", lambda: None),
         ("os.stat() once", lambda: os.stat(w)),
-        ("install._stat_key() once", lambda: install._stat_key(w)),
-        ("os.path.join x2", lambda: (os.path.join(d, "model_weights.bin"),
-                                     os.path.join(d, LAYOUT_PATH))),
-        ("_abi._model_dir (decode + check, with imports)", lambda: _abi._model_dir(raw)),
-        ("decode_text + check_model_dir (no import stmt)",
-         lambda: check_model_dir(decode_text(raw, "model_dir"))),
-        ("install.snapshot (cached, 2 stat)", lambda: install.snapshot(d)),
+        ("install.file_keys (the library's, 2 stat)", lambda: install.file_keys(d)),
+        ("install.python_file_keys (2 os.stat)", lambda: install.python_file_keys(d)),
+        ("check_model_dir", lambda: check_model_dir(raw)),
+        ("install.snapshot (cached)", lambda: install.snapshot(d)),
+        ("plan.request (check, parse, resolve, snapshot)", lambda: request(raw, opts)),
+        ("wire.plan_json (remembered)", lambda: plan_json(request(raw, opts))),
         ("_abi._speculation_plan (whole Python side)", lambda: _abi._speculation_plan(raw, opts)),
     ]
     if install.snapshot(d) is not snap:
@@ -298,20 +300,19 @@ def warm(model_dir: Path, reps: int) -> None:
         print(f"   {label:<48}{stat_line(per_call(fn), 1, 'ns')}")
 
 
-def threads(model_dir: Path, reps: int) -> None:
+def threads(model_dir: Path, reps: int, millis: int, host: Path) -> None:
     import resource
-    host = BENCH / "out" / "bin" / "tsffi_host"
     if not host.exists():
-        print("4. threads: skipped (bench/out/bin/tsffi_host missing: run bench/run.py first)")
+        print(f"4. threads: skipped ({host} missing: run bench/run.py first, or pass --host)")
         return
-    print(f"4. threads, warm calls on {model_dir.name} (300 ms each)")
+    print(f"4. threads, warm calls on {model_dir.name} ({millis} ms each)")
     cpu0 = {sorted(os.sched_getaffinity(0))[0]}
     for label, pin in (("all cores", None), (f"pinned to CPU {min(cpu0)}", cpu0)):
         for t in (1, 8):
             rates, switches = [], []
             for _ in range(reps):
                 before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw
-                r = subprocess.run([str(host), "threads", str(model_dir), str(t), "300"],
+                r = subprocess.run([str(host), "threads", str(model_dir), str(t), str(millis)],
                                    capture_output=True, text=True, check=True,
                                    preexec_fn=(lambda: os.sched_setaffinity(0, pin)) if pin
                                    else None)
@@ -324,28 +325,39 @@ def threads(model_dir: Path, reps: int) -> None:
                   f"voluntary context switches per call {statistics.median(switches):.2f}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=9)
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true",
+                    help="every view with few repetitions and a 10,000-entry large index: "
+                         "that it runs, not what it measures")
+    ap.add_argument("--installs", type=Path, default=INSTALLS,
+                    help=f"where to write its installs (default {INSTALLS})")
+    ap.add_argument("--host", type=Path, default=BENCH / "out" / "bin" / "tsffi_host",
+                    help="the C host of view 4 (bench/tsffi_host.c, as bench/run.py builds it)")
+    args = ap.parse_args(argv)
+    reps = 2 if args.quick else args.reps
+    large = 10000 if args.quick else 100000
     # Its own installs, written as bench/run.py writes them (run.py replaces
     # bench/out/installs on every run).
     import run
     from turbospark_ffi.install_writer import write_install
-    d866, big, moe = INSTALLS / "dense866", INSTALLS / "entries100000", INSTALLS / "moe"
-    if not moe.exists():
+    d866, big, moe = (args.installs / "dense866", args.installs / f"entries{large}",
+                      args.installs / "moe")
+    if not (moe.exists() and big.exists()):
         write_install(d866, **run.spec_for_entries(866))
-        write_install(big, **run.spec_for_entries(100000))
+        write_install(big, **run.spec_for_entries(large))
         write_install(moe, layers=40, experts=256, mtp=True)
-        (moe / "packed_experts" / "layout.json").write_bytes(run.real_size_layout())
+        (moe / "packed_experts" / "layout.json").write_bytes(
+            run.real_size_layout(layers=4 if args.quick else 40))
         time.sleep(0.3)
-    cold(d866, args.reps)
+    cold(d866, reps)
     load_library()
-    first_plan(d866, args.reps, "866 entries")
-    first_plan(big, max(3, args.reps // 2), "100,000 entries")
-    first_plan(moe, args.reps, "MoE, real-size layout")
-    warm(d866, max(3, args.reps // 2))
-    threads(d866, max(3, args.reps // 2))
+    first_plan(d866, reps, "866 entries")
+    first_plan(big, max(2 if args.quick else 3, reps // 2), f"{large:,} entries")
+    first_plan(moe, reps, "MoE, real-size layout" if not args.quick else "MoE, 4-layer layout")
+    warm(d866, max(2, reps // 2), 200 if args.quick else 20000)
+    threads(d866, max(1 if args.quick else 3, reps // 2), 50 if args.quick else 300, args.host)
     return 0
 
 

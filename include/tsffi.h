@@ -92,7 +92,7 @@ extern "C" {
  * TSFFI_ERR_INVALID_ARGUMENT rather than crashing. */
 #if defined(__has_feature)
 #if __has_feature(nullability)
-#define TSFFI_NONNULL _Nonnull
+#define TSFFI_NONNULL  _Nonnull
 #define TSFFI_NULLABLE _Nullable
 #endif
 #endif
@@ -127,19 +127,22 @@ extern "C" {
 
 /* Status codes. Stable: never renumbered; new codes are only appended. Where
  * a meaning is the engine's, so is the number. */
-#define TSFFI_OK 0                   /* success */
-#define TSFFI_ERR_INVALID_ARGUMENT 1 /* a NULL pointer, text that is not UTF-8, an option value
-                                     outside its set (a block outside 1..=15 included), a
-                                     near-miss option key, an empty model_dir */
-#define TSFFI_ERR_REFUSED 2          /* a named speculation block in 1..=15 that cannot be
-                                     served (the engine's open returns 2 for this same
-                                     refusal) */
-#define TSFFI_ERR_JSON 4             /* a JSON argument that does not parse or is not an object */
-#define TSFFI_ERR_INTERNAL 6         /* anything unexpected, caught at the boundary */
-#define TSFFI_ERR_RUNTIME 9          /* the embedded Python runtime could not start (the last
-                                     error says what is missing), or this process is a child
-                                     forked while another thread was inside the library (see
-                                     FORK). Every later call returns it too. */
+/* success */
+#define TSFFI_OK 0
+/* a NULL pointer, text that is not UTF-8, an option value outside its set (a
+ * block outside 1..=15 included), a near-miss option key, an empty model_dir */
+#define TSFFI_ERR_INVALID_ARGUMENT 1
+/* a named speculation block in 1..=15 that cannot be served (the engine's
+ * open returns 2 for this same refusal) */
+#define TSFFI_ERR_REFUSED 2
+/* a JSON argument that does not parse or is not an object */
+#define TSFFI_ERR_JSON 4
+/* anything unexpected, caught at the boundary */
+#define TSFFI_ERR_INTERNAL 6
+/* the embedded Python runtime could not start (the last error says what is
+ * missing), or this process is a child forked while another thread was inside
+ * the library (see FORK). Every later call returns it too. */
+#define TSFFI_ERR_RUNTIME 9
 
 /* Return TSFFI_ABI_VERSION of the library that is loaded. Never fails, never
  * starts the runtime, leaves the last error as it is. */
@@ -191,8 +194,8 @@ TSFFI_API void tsffi_string_free(char *TSFFI_NULLABLE s);
  * empty or non-UTF-8 model_dir, a bad option); TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME;
  * or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_resolve_drafter(const char *TSFFI_NONNULL model_dir,
-                                  const char *TSFFI_NULLABLE options_json,
-                                  char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+                                        const char *TSFFI_NULLABLE options_json,
+                                        char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Derive the draft policies to open a runner with.
  *
@@ -207,8 +210,8 @@ TSFFI_API int32_t tsffi_resolve_drafter(const char *TSFFI_NONNULL model_dir,
  * that is not that shape, a bad option); TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
  * TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_draft_policies(const char *TSFFI_NONNULL choice_json,
-                                 const char *TSFFI_NULLABLE options_json,
-                                 char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+                                       const char *TSFFI_NULLABLE options_json,
+                                       char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Decide speculation without an install to look at.
  *
@@ -229,7 +232,7 @@ TSFFI_API int32_t tsffi_draft_policies(const char *TSFFI_NONNULL choice_json,
  * TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
  * TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_json,
-                                      char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+                                            char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* The whole decision for the install in model_dir, in one call: resolve the
  * drafter, derive the draft policies, take the blocker (the DFlash2 note, else
@@ -257,8 +260,8 @@ TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_j
  * afresh on every call, so a re-pointed alias, a changed environment or a new
  * directory under the name is seen on the next call. */
 TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
-                                   const char *TSFFI_NULLABLE options_json,
-                                   char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+                                         const char *TSFFI_NULLABLE options_json,
+                                         char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Every item of a settings pane's two pickers for the install in model_dir,
  * in one call: what tsffi_speculation_plan answers for each combination of
@@ -293,8 +296,8 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
  * named by its absolute path costs three stat() calls and a copy of the
  * table, and any change to the install's files is seen on the next call. */
 TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
-                                      const char *TSFFI_NULLABLE options_json,
-                                      char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+                                            const char *TSFFI_NULLABLE options_json,
+                                            char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Describe what the install's files say, so a GUI can show why an answer is
  * "unknown". model_dir: an install directory or an installed alias (MODEL
@@ -313,7 +316,7 @@ TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
  * "dflashDrafter" and "probe".
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_install_info_json(const char *TSFFI_NONNULL model_dir,
-                                    char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+                                          char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 #if defined(__clang__)
 #pragma clang diagnostic pop

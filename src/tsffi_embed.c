@@ -488,6 +488,26 @@ struct tsffi_layout {
     char stdlib_beside[PATH_MAX];
 };
 
+/* The build machine's paths (ffi_build.build_defines): the home, standard
+ * library and extension-module directory of the Python this was built
+ * against, the fallback of tsffi_python_home. Each is stored once, led by
+ * TSFFI_BUILD_PATH_TAG, so that `turbospark-ffi bundle` finds and blanks them
+ * in its copy (turbospark_ffi/bundle/common.py, blank_build_paths): a bundled
+ * library finds its layout from its own location and never reads them, and
+ * they name the developer's Python (for pyenv or uv, a home folder). Read
+ * only through tsffi_build_path: the volatile pointer hides the text from the
+ * compiler, which otherwise copies it into the code (measured: GCC -O2 turned
+ * snprintf("%s", <home>) into 16-byte vector constants holding the path,
+ * which no blanking of the string reaches). */
+static const char tsffi_build_home_tagged[] = TSFFI_BUILD_PATH_TAG TSFFI_BUILD_PYTHON_HOME;
+static const char tsffi_build_stdlib_tagged[] = TSFFI_BUILD_PATH_TAG TSFFI_BUILD_STDLIB;
+static const char tsffi_build_dynload_tagged[] = TSFFI_BUILD_PATH_TAG TSFFI_BUILD_DYNLOAD;
+
+static const char *tsffi_build_path(const char *tagged) {
+    const char *volatile path = tagged + (sizeof TSFFI_BUILD_PATH_TAG - 1);
+    return path;
+}
+
 /* Whether the file dladdr named is a libpython of the X.Y this was built
  * for, and not, say, a host executable with the interpreter linked in: a
  * framework's Versions/X.Y/<framework name>, or libpythonX.Y<anything>. */
@@ -521,9 +541,9 @@ static void tsffi_python_home(struct tsffi_layout *L) {
     Dl_info py;
     char loaded[PATH_MAX], dir[PATH_MAX], path[PATH_MAX], home[PATH_MAX], stdlib[PATH_MAX];
     char *slash;
-    snprintf(L->home, sizeof L->home, "%s", TSFFI_BUILD_PYTHON_HOME);
-    snprintf(L->stdlib, sizeof L->stdlib, "%s", TSFFI_BUILD_STDLIB);
-    snprintf(L->dynload, sizeof L->dynload, "%s", TSFFI_BUILD_DYNLOAD);
+    snprintf(L->home, sizeof L->home, "%s", tsffi_build_path(tsffi_build_home_tagged));
+    snprintf(L->stdlib, sizeof L->stdlib, "%s", tsffi_build_path(tsffi_build_stdlib_tagged));
+    snprintf(L->dynload, sizeof L->dynload, "%s", tsffi_build_path(tsffi_build_dynload_tagged));
     if (dladdr((void *)&Py_IsInitialized, &py) == 0 || py.dli_fname == NULL ||
         realpath(py.dli_fname, loaded) == NULL || !tsffi_is_libpython(loaded))
         return;
@@ -558,12 +578,14 @@ static int tsffi_check_python(const struct tsffi_layout *L) {
     if (strncmp(version, TSFFI_BUILD_PYTHON_VERSION, n) != 0 ||
         (version[n] >= '0' && version[n] <= '9')) {
         size_t shown = strcspn(version, " ");
+        const char *built_home = tsffi_build_path(tsffi_build_home_tagged);
         tsffi_runtime_fail("the libpython loaded into this process (%s) is Python %.*s, but this "
                            "library was built for Python %s (whose home was %s); rebuild the "
                            "library against the Python installed now",
                            L->libpython[0] != '\0' ? L->libpython : "found by dladdr: none",
                            (int)shown, version, TSFFI_BUILD_PYTHON_VERSION,
-                           TSFFI_BUILD_PYTHON_HOME);
+                           built_home[0] != '\0' ? built_home
+                                                 : "not recorded: a bundled copy drops it");
         return -1;
     }
     if (!tsffi_join(check, sizeof check, L->stdlib, "os.py") ||
@@ -574,7 +596,8 @@ static int tsffi_check_python(const struct tsffi_layout *L) {
                                "against the Python %s whose home was %s); reinstall that Python "
                                "or rebuild the library against the Python installed now",
                                L->stdlib_beside, L->libpython, L->stdlib,
-                               TSFFI_BUILD_PYTHON_VERSION, TSFFI_BUILD_PYTHON_HOME);
+                               TSFFI_BUILD_PYTHON_VERSION,
+                               tsffi_build_path(tsffi_build_home_tagged));
         else
             tsffi_runtime_fail("the Python standard library is not at %s (this library was built "
                                "against the Python whose home is %s; reinstall that Python or "

@@ -58,6 +58,47 @@ def library_path() -> Path:
     return LIBRARY
 
 
+def build_machine_strings(root: Path, text_needles: list[str], code_needles: list[str],
+                          is_code) -> list[tuple[str, str]]:
+    """Where the files under `root` (a bundle) name the machine that built
+    it: (file relative to root -- a zip member as FILE:MEMBER --, the whole
+    run of printable bytes around the needle), for every occurrence, sorted
+    and without repeats. A file whose bytes `is_code` accepts (ELF, Mach-O)
+    is searched for `code_needles`, every other file and every zip member
+    for `text_needles`."""
+    import zipfile
+
+    def runs(where: str, blob: bytes, needles: list[str]) -> set[tuple[str, str]]:
+        out = set()
+        for needle in filter(None, needles):
+            at = blob.find(needle.encode())
+            while at != -1:
+                start, end = at, at + len(needle)
+                while start > 0 and 0x20 <= blob[start - 1] < 0x7f:
+                    start -= 1
+                while end < len(blob) and 0x20 <= blob[end] < 0x7f:
+                    end += 1
+                out.add((where, blob[start:end].decode("ascii")))
+                at = blob.find(needle.encode(), at + 1)
+        return out
+
+    found: set[tuple[str, str]] = set()
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(root).as_posix()
+        data = path.read_bytes()
+        if is_code(data):
+            found |= runs(rel, data, code_needles)
+            continue
+        found |= runs(rel, data, text_needles)
+        if path.suffix == ".zip":
+            with zipfile.ZipFile(path) as zf:
+                for name in zf.namelist():
+                    found |= runs(f"{rel}:{name}", zf.read(name), text_needles)
+    return sorted(found)
+
+
 C_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 

@@ -18,6 +18,7 @@ Public API (tests/test_macos_build.py uses it; other tests may import it):
         described Python `python` (a name of PYTHONS: "python.org",
         "homebrew", "standalone"; see tests/pythons/*.json) and linked by
         `linker` ("lld" or "zig"). Everything it makes is under tmpdir.
+        tests/test_bundle_macos.py bundles it (python.org, arm64, lld).
     cross_build_universal(tmpdir, python="python.org") -> Path
         both slices (lld) combined by llvm-lipo into one universal file.
     stand_in_python(root, python, arch, symbols) -> Path
@@ -25,9 +26,13 @@ Public API (tests/test_macos_build.py uses it; other tests may import it):
         `symbols` (Mach-O names, leading underscore) and has the Python's real
         install name; it is written under `root` at that install name's path
         (a framework's Versions/X.Y/Python with lib/libpythonX.Y.dylib
-        pointing at it, or LIBDIR/libpythonX.Y.dylib), so that `root` serves
-        as the linkers' syslibroot and build.json's `-L` paths are used as
-        they are. Also writes root/usr/lib/libSystem.tbd (libsystem_tbd).
+        pointing at it, Versions/Current and the framework's top-level Python
+        link as python.org lays them out; or LIBDIR/libpythonX.Y.dylib), so
+        that `root` serves as the linkers' syslibroot and build.json's `-L`
+        paths are used as they are. `arch` is one architecture, or several
+        (a universal file, as python.org's universal2 framework ships). The
+        one builder of a stand-in Python: tests/macos_standins.py builds the
+        macOS bundle's framework on it.
     emit(workdir, python, environ=None) -> dict
         runs `ffi_build.py --emit-c` for the described Python, returns build.json.
     check_library(path, python, spec, linker) -> list[str]
@@ -212,21 +217,43 @@ def _libpython_file(root: Path, described: dict[str, Any]) -> tuple[Path, Path |
     return root / install_name.lstrip("/"), libdir / name
 
 
-def stand_in_python(root: Path, python: str, arch: str, symbols: list[str]) -> Path:
+def stand_in_python(root: Path, python: str, arch: str | tuple[str, ...],
+                    symbols: list[str]) -> Path:
     """A dylib defining `symbols` with the described Python's install name,
     placed under root where that Python has its library (see the module's
-    docstring). Functions all: a linker only needs the names to exist."""
+    docstring); for several archs, one thin file each joined by llvm-lipo.
+    Functions all: a linker only needs the names to exist."""
     described = described_python(python)
+    archs = (arch,) if isinstance(arch, str) else tuple(arch)
+    unknown = [a for a in archs if a not in ARCHS]
+    if not archs or unknown:
+        raise ValueError(f"arch {arch!r}; accepts {' or '.join(ARCHS)}, or several of them")
     target, link = _libpython_file(root, described)
     target.parent.mkdir(parents=True, exist_ok=True)
-    source = root.parent / f"stand_in_{python}_{arch}.c"
+    source = root.parent / f"stand_in_{python}_{'_'.join(archs)}.c"
     source.write_text("".join(f"void {name[1:]}(void) {{}}\n" for name in sorted(symbols)))
-    _run([*zig(), "cc", "-target", ZIG_TARGETS[arch], "-shared", "-o", target, source,
-          f"-Wl,-install_name,{described['libpython_install_name']}"])
+    thin = [target.with_name(f".{target.name}.{a}") if len(archs) > 1 else target for a in archs]
+    for one, path in zip(archs, thin):
+        _run([*zig(), "cc", "-target", ZIG_TARGETS[one], "-shared", "-o", path, source,
+              f"-Wl,-install_name,{described['libpython_install_name']}",
+              "-Wl,-headerpad_max_install_names"])
+    if len(archs) > 1:
+        lipo(thin, target)
+        for path in thin:
+            path.unlink()
     if link is not None:
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.is_symlink():
             link.symlink_to(os.path.relpath(target, link.parent))
+    framework = described["vars"].get("PYTHONFRAMEWORK")
+    if framework:
+        # Versions/X.Y/<name> -> Versions/Current -> X.Y, <name>.framework/<name>.
+        current = target.parent.parent / "Current"
+        if not current.is_symlink():
+            current.symlink_to(target.parent.name)
+        top = target.parent.parent.parent / target.name
+        if not top.is_symlink():
+            top.symlink_to(f"Versions/Current/{target.name}")
     return target
 
 

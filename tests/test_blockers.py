@@ -7,9 +7,12 @@ from __future__ import annotations
 import pytest
 
 from installs import dflash_specs, mtp_specs, shape_of, write_custom_install
+from turbospark_ffi import blockers
 from turbospark_ffi.blockers import (VERIFY_PROBE_DTYPES, first_full_attention_layer,
                                      preview_blocker, probe_tensor_name)
-from turbospark_ffi.expert_layout import ExpertLayoutError, load_expert_layout
+from turbospark_ffi.expert_layout import (REASON_UNREADABLE_LAYOUT, ExpertLayoutError,
+                                          load_expert_layout)
+from turbospark_ffi.resident_index import REASON_UNREADABLE_INDEX
 from turbospark_ffi.install import snapshot
 from turbospark_ffi.install_writer import TensorSpec, trunk_tensors, write_install
 from turbospark_ffi.policy import SpeculativeDrafter
@@ -20,10 +23,21 @@ DRAFTERS = [MTP, DFLASH]
 ARTIFACT_WORDS = ("stream", "shard", "download the", "beside the trunk")
 
 
-def preview(model_dir, drafter):
+def preview_of(model_dir, drafter):
     index = load_resident_index(model_dir / "model_weights.bin")
     experts = load_expert_layout(str(model_dir)).experts_per_layer
     return preview_blocker(index, experts, drafter)
+
+
+def preview(model_dir, drafter):
+    """The preview's words (None: nothing stands in the way)."""
+    blocker = preview_of(model_dir, drafter)
+    return None if blocker is None else blocker.message
+
+
+def snapshot_preview(model_dir, drafter):
+    blocker = snapshot(str(model_dir)).blocker_preview(drafter)
+    return None if blocker is None else blocker.message
 
 
 def both_drafters():
@@ -306,7 +320,7 @@ def test_unreadable_index_preview_is_the_readers_error(tmp_path):
     d = write_install(tmp_path / "i", mtp=True)
     (d / "model_weights.bin").write_bytes(b"\x00" * 10)
     for drafter in DRAFTERS:
-        reason = snapshot(str(d)).blocker_preview(drafter)
+        reason = snapshot_preview(d, drafter)
         assert reason == "resident index is corrupt: the file is 10 bytes, shorter than the " \
                          "24-byte header"
 
@@ -327,7 +341,7 @@ def test_unreadable_index_preview_is_the_readers_error(tmp_path):
 def test_unusable_layout_preview_is_the_layouts_error(tmp_path, layout, needle):
     d = write_install(tmp_path / "i", mtp=True)
     (d / "packed_experts" / "layout.json").write_bytes(layout)
-    reason = snapshot(str(d)).blocker_preview(MTP)
+    reason = snapshot_preview(d, MTP)
     assert needle in reason and "layout.json" in reason
 
 
@@ -349,7 +363,7 @@ def test_missing_layout_is_dense(tmp_path):
     d = write_install(tmp_path / "i", mtp=True)
     (d / "packed_experts" / "layout.json").unlink()
     assert shape_of(d)["experts"] == 0
-    assert snapshot(str(d)).blocker_preview(MTP) is None
+    assert snapshot_preview(d, MTP) is None
 
 
 def test_large_moe_layout_reads_the_expert_count(tmp_path):
@@ -369,3 +383,41 @@ def test_layout_with_layers_before_scalars(tmp_path):
     (d / "packed_experts" / "layout.json").write_text(json.dumps(body))
     assert load_expert_layout(str(d)).experts_per_layer == 300
     assert "300 experts" in preview(d, MTP)
+
+
+# --------------------------------------------------------------------------
+# Each reason's code, which a front end labels it by (never by its words).
+
+CODE_CASES = [
+    # id, write_install arguments (None: the custom install without the probe), drafter, code
+    ("clean", {"mtp": True, "dflash": True}, MTP, None),
+    ("moe", {"experts": 8, "mtp": True, "dflash": True}, DFLASH, blockers.REASON_MOE),
+    ("no-layer", {"full_attention_every": 0, "mtp": True}, MTP, blockers.REASON_NO_PROBE_LAYER),
+    ("probe-absent", None, MTP, blockers.REASON_PROBE_ABSENT),
+    ("probe-dtype", {"probe_dtype": 1, "mtp": True}, MTP, blockers.REASON_PROBE_DTYPE),
+    ("no-mtp", {"dflash": True}, MTP, blockers.REASON_NO_MTP_HEAD),
+    ("no-dflash", {"mtp": True}, DFLASH, blockers.REASON_NO_DFLASH),
+]
+
+
+@pytest.mark.parametrize("kw, drafter, code", [c[1:] for c in CODE_CASES],
+                         ids=[c[0] for c in CODE_CASES])
+def test_each_reason_has_its_code(tmp_path, kw, drafter, code):
+    if kw is None:
+        d = write_custom_install(tmp_path / "i", _without(trunk_tensors(), probe_tensor_name(3))
+                                 + both_drafters())
+    else:
+        d = write_install(tmp_path / "i", **kw)
+    blocker = preview_of(d, drafter)
+    assert (None if blocker is None else blocker.code) == code
+    # The snapshot's preview is the same value.
+    assert snapshot(str(d)).blocker_preview(drafter) == blocker
+
+
+def test_unreadable_files_preview_with_their_readers_codes(tmp_path):
+    bad_index = write_install(tmp_path / "i", mtp=True)
+    (bad_index / "model_weights.bin").write_bytes(b"\x00" * 10)
+    bad_layout = write_install(tmp_path / "l", mtp=True)
+    (bad_layout / "packed_experts" / "layout.json").write_bytes(b"[]")
+    assert snapshot(str(bad_index)).blocker_preview(MTP).code == REASON_UNREADABLE_INDEX
+    assert snapshot(str(bad_layout)).blocker_preview(MTP).code == REASON_UNREADABLE_LAYOUT

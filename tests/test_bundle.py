@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LIBRARY, ROOT, header_constants
+from conftest import LIBRARY, ROOT, build_machine_strings, header_constants
 
 from turbospark_ffi import bundle as bundle_mod
+from turbospark_ffi import native
 from turbospark_ffi.bundle import write as bundle_write
 from turbospark_ffi.errors import SpeculationRefused
 from turbospark_ffi.install_writer import write_install
@@ -474,25 +475,63 @@ def test_library_runpath_is_exactly_origin(built):
         moved / "lib" / "libtsffi.so")["needed"]
 
 
+# System folders every Linux has: not paths of the machine that built a bundle.
+_SYSTEM_PREFIXES = ("/", "/usr", "/usr/local")
+LIBPYTHON = sysconfig.get_config_var("INSTSONAME")
+
+
+def _needles(written: Path) -> tuple[list[str], list[str]]:
+    """(what no text file may name, what no ELF file may name). In ELF files:
+    this machine's own paths, and the first 16 bytes of each -- GCC copies a
+    constant string it can see into the code as 16-byte vector constants
+    (measured: this library's build paths were there before src/tsffi_embed.c
+    hid them behind a volatile pointer), where no whole path appears."""
+    text = BUILD_PREFIXES + [str(written)]
+    own = [p for p in text if p not in _SYSTEM_PREFIXES]
+    return text, own + [p[:16] for p in own if len(p) > 16]
+
+
+def _is_elf_data(data: bytes) -> bool:
+    return data[:4] == b"\x7fELF"
+
+
+def _cpython_prefix(code_needles: list[str]) -> list[tuple[str, str]]:
+    """The one build path a bundle keeps: CPython's own library holds the
+    prefix it was configured with (getpath's PREFIX and EXEC_PREFIX, which it
+    reads only when no home is set, and the bundled library always sets
+    one). The bundle does not rewrite CPython's data."""
+    prefixes = {sysconfig.get_config_var("prefix"), sysconfig.get_config_var("exec_prefix")}
+    return sorted((f"lib/{LIBPYTHON}", p) for p in prefixes
+                  if any(n in p for n in code_needles))
+
+
 def test_nothing_names_the_build_machine(built):
-    """No text file and no compiled module in the bundle names a path of the
-    build machine (the binaries' rpaths are checked above)."""
+    """No file in the bundle -- text, zip member or ELF -- names a path of
+    the build machine, but for CPython's configured prefix (above). The
+    library's own record of its build Python's paths is there, blanked:
+    three tags, each followed by nothing."""
     moved, _, written, _ = built
-    needles = [p.encode() for p in BUILD_PREFIXES + [str(written)]]
-    for path in moved.rglob("*"):
-        if not path.is_file():
-            continue
-        data = path.read_bytes()
-        if data[:4] == b"\x7fELF":
-            continue
-        if path.suffix == ".zip":
-            zf = zipfile.ZipFile(path)
-            blobs = [(f"{path}:{n}", zf.read(n)) for n in zf.namelist()]
-        else:
-            blobs = [(str(path), data)]
-        for where, blob in blobs:
-            for needle in needles:
-                assert needle not in blob, (where, needle)
+    text, code = _needles(written)
+    assert build_machine_strings(moved, text, code, _is_elf_data) == _cpython_prefix(code)
+    data = (moved / "lib" / "libtsffi.so").read_bytes()
+    tag = native.BUILD_PATH_TAG.encode()
+    assert data.count(tag) == data.count(tag + b"\0") == 3
+
+
+def test_the_byte_check_catches_the_library_s_build_paths(tmp_path, monkeypatch):
+    """The check above, shown to discriminate: the same bundle with the
+    blanking turned off names the home, standard library and lib-dynload of
+    the Python the library was built against -- and nothing more."""
+    monkeypatch.setattr(bundle_write, "blank_build_paths", lambda path: [])
+    out = tmp_path / "kept"
+    bundle_mod.write_bundle(out, verify=False)
+    text, code = _needles(out)
+    stdlib = sysconfig.get_path("stdlib")
+    kept = [("lib/libtsffi.so", f"tsffi-build-path:{path}")
+            for path in (sys.base_prefix, stdlib, f"{stdlib}/lib-dynload")
+            if any(n in path for n in code)]
+    assert build_machine_strings(out, text, code, _is_elf_data) == \
+        sorted(kept + _cpython_prefix(code))
 
 
 def test_size_is_reported_and_under_target(built, capsys):
@@ -747,3 +786,42 @@ def test_rpath_rewrite_and_strip_on_a_fresh_library(tmp_path):
     none_so = tmp_path / "libnone.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(none_so), str(src)], check=True)
     assert bundle_mod.set_rpath_origin(none_so) is False
+
+
+# ---------------------------------------------------------------------------
+# Blanking the library's stored build paths: what it does to bytes, and what
+# it refuses.
+
+BLANK_CASES = [
+    # (file bytes, what it returns, the bytes after)
+    (b"\x7fELF..tsffi-build-path:/home/dev/py\0rest\0tsffi-build-path:/x\0",
+     ["/home/dev/py", "/x"],
+     b"\x7fELF..tsffi-build-path:" + bytes(12) + b"\0rest\0tsffi-build-path:" + bytes(2) + b"\0"),
+    # A copy blanked before: nothing to do, nothing written.
+    (b"tsffi-build-path:\0\0\0\0", [], b"tsffi-build-path:\0\0\0\0"),
+]
+
+
+@pytest.mark.parametrize("before,texts,after", BLANK_CASES)
+def test_blank_build_paths(tmp_path, before, texts, after):
+    path = tmp_path / "libtsffi.so"
+    path.write_bytes(before)
+    assert bundle_mod.blank_build_paths(path) == texts
+    assert path.read_bytes() == after and len(after) == len(before)
+
+
+@pytest.mark.parametrize("data,message", [
+    (b"\x7fELF no tag here\0",
+     "libtsffi.so does not mark the build machine's paths it stores (no 'tsffi-build-path:'): "
+     "it was built by an older ffi_build.py; rebuild it (python ffi_build.py) and bundle again"),
+    (b"\x7fELF..tsffi-build-path:/home/dev/py",
+     "libtsffi.so: the build path after 'tsffi-build-path:' at byte 6 has no end; the file is "
+     "damaged"),
+])
+def test_blank_build_paths_refuses(tmp_path, data, message):
+    path = tmp_path / "libtsffi.so"
+    path.write_bytes(data)
+    with pytest.raises(bundle_mod.BundleError) as caught:
+        bundle_mod.blank_build_paths(path)
+    assert str(caught.value) == message
+    assert path.read_bytes() == data

@@ -1,17 +1,21 @@
 """`turbospark-ffi bundle` with a Mach-O library: the macOS layout an app
 embeds, checked from Linux by resolving every load command as dyld would.
 
-Inputs are real Mach-O files (tests/macos_standins.py): a stand-in Python
-framework linked by zig with python.org's install name, one lib-dynload
-stand-in per module of this Python's, the real standard library's sources,
-cffi's own macOS wheel; and the library. The bundle is written, MOVED into
-an app folder (with a space in its name), and then every Mach-O file in it
-is read with macholib -- not LIEF, which wrote them -- and each
-LC_LOAD_DYLIB is resolved: `@rpath/` through the image's own LC_RPATHs and
-then the app's `@executable_path/../Frameworks`, `@loader_path/`,
-`@executable_path/`, absolute. Each must land on a file inside the app or
-on a system library (/usr/lib, /System). The resolver is shown to catch a
-planted absolute /Library/Frameworks dependency and a missing file first.
+Inputs are real Mach-O files: the library itself, cross-built from the real
+generated C for python.org's Python by the macOS build's check
+(tests/macos_cross.py: zig, linked by ld64.lld with build.json's arguments);
+and a stand-in of python.org's framework (tests/macos_standins.py) -- its
+Python library with python.org's install name, one lib-dynload stand-in per
+module of this Python's, the real standard library's sources, cffi's own
+macOS wheel. The bundle is written, MOVED into an app folder (with a space
+in its name), and then every Mach-O file in it is read with macholib -- not
+LIEF, which wrote them -- and each LC_LOAD_DYLIB is resolved: `@rpath/`
+through the image's own LC_RPATHs and then the app's
+`@executable_path/../Frameworks`, `@loader_path/`, `@executable_path/`,
+absolute. Each must land on a file inside the app or on a system library
+(/usr/lib, /System). The resolver is shown to catch a planted absolute
+/Library/Frameworks dependency and a missing file first; the byte check, the
+library's build paths left in place.
 
 Nothing here loads a Mach-O file: dyld, signing and the sandbox are not
 exercised (README, "Shipping in a Mac app").
@@ -31,11 +35,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LIBRARY, ROOT
-from macos_standins import (FRAMEWORK_ID, PY, TAG, ZIG_TARGETS, build_python_framework,
-                            build_standin_library, cffi_macos_wheel, zig_cc)
+import macos_cross as mc
+from conftest import LIBRARY, ROOT, build_machine_strings
+from macos_standins import (FRAMEWORK_ID, PY, TAG, build_python_framework, cffi_macos_wheel,
+                            python_imports)
 
 from turbospark_ffi import bundle as bundle_mod
+from turbospark_ffi import native
 from turbospark_ffi.bundle import macos
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE
 
@@ -68,11 +74,14 @@ class Image:
     rpaths: tuple
 
 
+def _is_macho_data(data: bytes) -> bool:
+    return data[:4] in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe",
+                        b"\xfe\xed\xfa\xcf")
+
+
 def is_macho_file(path: Path) -> bool:
     with open(path, "rb") as f:
-        head = f.read(4)
-    return head in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe",
-                    b"\xfe\xed\xfa\xcf")
+        return _is_macho_data(f.read(4))
 
 
 def read_images(app: Path) -> list[Image]:
@@ -186,11 +195,14 @@ def table(app: Path) -> str:
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    """(framework's Versions/X.Y, library, the folder they were built in)."""
+    """(framework's Versions/X.Y, library, the folder they were built in).
+    The library is arm64, as cffi's arm64 wheel (the backend an Apple
+    silicon Mac gets) is; the framework is universal, as python.org's is."""
     base = tmp_path_factory.mktemp("macos-inputs")
     wheel = cffi_macos_wheel(WHEEL_CACHE)
-    home = build_python_framework(base / "fw", archs=["arm64", "x86_64"], wheel=wheel)
-    library = build_standin_library(base / "lib", home)
+    library = mc.cross_build_library(base / "lib", "arm64", python="python.org", linker="lld")
+    home = build_python_framework(base / "fw", archs=["arm64", "x86_64"], wheel=wheel,
+                                  symbols=python_imports(library))
     return home, library, base
 
 
@@ -235,7 +247,8 @@ def test_resolver_catches_an_absolute_framework_dependency(built, inputs, tmp_pa
     rel = f"Contents/Frameworks/tsffi-python/lib-dynload/_json.{TAG}.so"
     shutil.copyfile(home / "lib" / f"python{PY}" / "lib-dynload" / f"_json.{TAG}.so", bad / rel)
     why = "absolute path outside the app and not a system library"
-    assert failures(bad) == [(rel, "arm64", FRAMEWORK_ID, why), (rel, "x86_64", FRAMEWORK_ID, why)]
+    assert sorted(failures(bad)) == [(rel, "arm64", FRAMEWORK_ID, why),
+                                     (rel, "x86_64", FRAMEWORK_ID, why)]
     assert failures(app) == []
 
 
@@ -375,31 +388,46 @@ def test_every_py_has_its_pyc(built):
     assert {"json/__init__.pyc", "encodings/__init__.pyc", "encodings/utf_8.pyc"} <= set(names)
 
 
-def test_no_byte_names_the_build_machine(built, inputs):
-    """No file in the bundle -- Mach-O or text, zip members too -- names a
-    path of the machine that built it, the framework's install location, or
-    the build paths of the debug maps (ours, zig's, cffi's wheel builder's)."""
-    app, _, written = built
+def _needles(inputs, written: Path) -> tuple[list[str], list[str]]:
+    """(what no text file may name, what no Mach-O file may name): this
+    machine's paths -- where the inputs were built, the checkout, this
+    Python, where the bundle was written, zig's cache -- and, in code only,
+    the framework's install location and the usual build folders (this
+    package's own sources mention /Library/Frameworks)."""
     _, _, base = inputs
     needles = [str(base), str(ROOT), sys.prefix, sys.base_prefix, str(written),
                str(Path.home() / ".cache" / "zig")]
-    # In code only: this package's own sources mention /Library/Frameworks.
-    code_needles = needles + ["/Library/Frameworks", "/Users/runner", "/tmp/"]
-    for path in app.rglob("*"):
-        if not path.is_file():
-            continue
-        if is_macho_file(path):
-            data = path.read_bytes()
-            for needle in code_needles:
-                assert needle.encode() not in data, (path, needle)
-            continue
-        blobs = [(str(path), path.read_bytes())]
-        if path.suffix == ".zip":
-            zf = zipfile.ZipFile(path)
-            blobs += [(f"{path}:{n}", zf.read(n)) for n in zf.namelist()]
-        for where, blob in blobs:
-            for needle in needles:
-                assert needle.encode() not in blob, (where, needle)
+    return needles, needles + ["/Library/Frameworks", "/Users/runner", "/tmp/"]
+
+
+def test_no_byte_names_the_build_machine(built, inputs):
+    """No file in the bundle -- Mach-O or text, zip members too -- names a
+    path of the machine that built it, the framework's install location, or
+    the build paths of the debug maps (ours, zig's, cffi's wheel builder's).
+    The library's own record of its build Python's paths is there, blanked:
+    three tags, each followed by nothing."""
+    app, _, written = built
+    assert build_machine_strings(app, *_needles(inputs, written), _is_macho_data) == []
+    data = (app / "Contents" / "Frameworks" / "libtsffi.dylib").read_bytes()
+    tag = native.BUILD_PATH_TAG.encode()
+    assert data.count(tag) == data.count(tag + b"\0") == 3
+
+
+def test_the_byte_check_catches_the_library_s_build_paths(inputs, tmp_path, monkeypatch):
+    """The check above, shown to discriminate on the real library: the same
+    bundle with the blanking turned off names the home, standard library and
+    lib-dynload of the python.org Python the library was built against --
+    and nothing else."""
+    home, library, _ = inputs
+    monkeypatch.setattr(macos, "blank_build_paths", lambda path: [])
+    out = tmp_path / "kept"
+    bundle_mod.write_bundle(out, library=library, python_home=home)
+    fw = "/Library/Frameworks/Python.framework/Versions/3.11"
+    lib = "Contents/Frameworks/libtsffi.dylib"
+    assert build_machine_strings(out, *_needles(inputs, out), _is_macho_data) == [
+        (lib, f"tsffi-build-path:{fw}"),
+        (lib, f"tsffi-build-path:{fw}/lib/python3.11"),
+        (lib, f"tsffi-build-path:{fw}/lib/python3.11/lib-dynload")]
 
 
 def _sign_lines(script: str) -> list[str]:
@@ -699,7 +727,8 @@ def test_a_module_compiled_into_python_is_not_looked_for(inputs, tmp_path):
     wheel = cffi_macos_wheel(WHEEL_CACHE)
     modules = [m for m in EXPECTED_EXTENSIONS if m != "_json"]
     other = build_python_framework(tmp_path / "fw", archs=["arm64"], wheel=wheel,
-                                   modules=modules, builtins=("_json",))
+                                   symbols=python_imports(library), modules=modules,
+                                   builtins=("_json",))
     info = bundle_mod.write_bundle(tmp_path / "out", library=library, python_home=other)
     assert info.extension_modules == modules
     assert failures(info.root) == []
@@ -709,7 +738,7 @@ def test_architectures_must_cover_the_library(inputs, tmp_path, capsys):
     """An x86_64 library with cffi's arm64-only backend: refused, naming
     the file and the missing slice."""
     home, _, _ = inputs
-    lib = build_standin_library(tmp_path / "lib", home, arch="x86_64")
+    lib = mc.cross_build_library(tmp_path / "lib", "x86_64", python="python.org", linker="lld")
     err = _fails(capsys, [str(tmp_path / "out"), "--library", str(lib), "--python-home", str(home)])
     assert f"_cffi_backend.{TAG}.so has arm64 but the library is built for x86_64" in err
     assert "it lacks x86_64" in err
@@ -720,8 +749,10 @@ def test_a_library_linking_another_python_is_refused(inputs, tmp_path, capsys):
     c = tmp_path / "lib.c"
     c.write_text("unsigned tsffi_abi_version(void) { return 2u; }\n")
     lib = tmp_path / "libtsffi.dylib"
-    zig_cc(["-target", ZIG_TARGETS["arm64"], "-dynamiclib", "-o", str(lib), str(c),
-            "-install_name", "@rpath/libtsffi.dylib"])
+    proc = subprocess.run([*mc.zig(), "cc", "-target", mc.ZIG_TARGETS["arm64"], "-dynamiclib",
+                           "-o", str(lib), str(c), "-install_name", "@rpath/libtsffi.dylib"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
     err = _fails(capsys, [str(tmp_path / "out"), "--library", str(lib), "--python-home", str(home)])
     assert f"libtsffi.dylib does not link the Python {PY} at {home}" in err
     assert "(it loads /usr/lib/libSystem.B.dylib)" in err

@@ -56,6 +56,21 @@ def status(codes) -> dict[str, int]:
     return {**parsed, **codes}
 
 
+def test_the_packages_status_numbers_are_the_headers(codes):
+    """errors.py is the one Python source of the numbers (the choices table's
+    per-item status, the command line's exit statuses, _abi's mapping):
+    each is the header's."""
+    from turbospark_ffi import cli
+    from turbospark_ffi.errors import (STATUS_OK, InvalidArgument, JsonArgumentError,
+                                       ResidentIndexError, SpeculationRefused)
+    assert STATUS_OK == codes["TSFFI_OK"]
+    assert InvalidArgument.status == codes["TSFFI_ERR_INVALID_ARGUMENT"]
+    assert JsonArgumentError.status == codes["TSFFI_ERR_JSON"]
+    assert SpeculationRefused.status == codes["TSFFI_ERR_REFUSED"]
+    assert ResidentIndexError.status is None   # never reaches the boundary
+    assert (cli.EXIT_OK, cli.EXIT_REFUSED) == (codes["TSFFI_OK"], codes["TSFFI_ERR_REFUSED"])
+
+
 def test_header_status_codes_are_the_contracts(codes):
     parsed = {**abi_cases.header_codes(HEADER), **codes}
     for name, number in abi_cases.CONTRACT_CODES.items():

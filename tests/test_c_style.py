@@ -1,5 +1,5 @@
-"""The C sources in one voice: src/*.c as the repository's .clang-format
-writes them. (clang-format comes from Debian's clang-format package, which
+"""The C sources in one voice: src/*.c and the public header include/tsffi.h
+as the repository's .clang-format writes them. (clang-format comes from Debian's clang-format package, which
 .ci/run installs; without it this fails, naming it.)"""
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import pytest
 
 from conftest import ROOT
 
-SOURCES = sorted((ROOT / "src").glob("*.c"))
+from turbospark_ffi.native import HEADER_NAME  # noqa: E402
+
+SOURCES = sorted((ROOT / "src").glob("*.c")) + [ROOT / "include" / HEADER_NAME]
 
 
 def test_there_are_sources_to_check():
-    assert [p.name for p in SOURCES] == ["tsffi_embed.c", "tsffi_index_scan.c"]
+    assert [p.name for p in SOURCES] == ["tsffi_embed.c", "tsffi_index_scan.c", HEADER_NAME]
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=[p.name for p in SOURCES])

@@ -326,3 +326,26 @@ def test_cache_is_bounded(tmp_path, aged):
     # An evicted install still answers correctly.
     assert answer(dirs[0]) == MTP_ON
     assert len(install._cache) == MAX_CACHED_INSTALLS
+
+
+# --------------------------------------------------------------------------
+# The key: one computation inside the library (tsffi_install_keys, which the
+# warm path compares), the same bytes from the Python fallback.
+
+def test_python_key_is_the_librarys_key(tmp_path, loaded):
+    full = write_install(tmp_path / "full", mtp=True, experts=8)
+    dense = write_install(tmp_path / "dense", mtp=True)
+    layout(dense).unlink()
+    os.chmod(full / "packed_experts", 0o700)
+    cases = [full, dense, tmp_path / "missing", tmp_path / ("x" * 300) / "deep"]
+    native = install.keys_in_use()
+    assert native is not install.python_file_keys  # the library bound its own
+    for d in cases:
+        key = install.python_file_keys(str(d))
+        assert len(key) == 2 * 7 * 8
+        assert key == native(str(d)), d
+    # The fixture discriminates: a file's change changes both keys alike.
+    before = native(str(full))
+    set_mtime(weights(full), os.stat(weights(full)).st_mtime_ns + SECOND)
+    assert native(str(full)) != before
+    assert native(str(full)) == install.python_file_keys(str(full))

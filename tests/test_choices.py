@@ -107,6 +107,9 @@ def with_pick(options: bytes, speculation, drafter) -> bytes:
 def table(abi, model_dir, options: bytes) -> dict:
     status, text, err = abi.choices(model_dir, options)
     assert (status, err) == (0, b""), err
+    # Compact ASCII JSON in the library's key order, as json.dumps writes it
+    # (the text is assembled from templates: wire.py).
+    assert json.dumps(json.loads(text), separators=(",", ":")).encode() == text
     return json.loads(text)
 
 

@@ -18,7 +18,7 @@ here until it is given a layer.
                                     says the files are unchanged)
     6  plan                         the seed's flow end to end; the choices table
     7  wire                         every JSON shape of the C ABI
-    8  _abi, _boot, cli, bundle.*, install_writer, native, __main__
+    8  _abi, _boot, cli.*, bundle.*, install_writer, native, __main__
                                     the glue: C, the command line, bundles,
                                     test installs, build flags
 """
@@ -44,6 +44,8 @@ LAYERS = {
     "_abi": 8, "_boot": 8, "cli": 8, "install_writer": 8, "native": 8, "__main__": 8,
     "bundle": 8, "bundle.common": 8, "bundle.elf": 8, "bundle.macho": 8, "bundle.macos": 8,
     "bundle.probe": 8, "bundle.write": 8,
+    "cli.common": 8, "cli.report": 8, "cli.parser": 8, "cli.config": 8, "cli.inspect": 8,
+    "cli.decisions": 8, "cli.make_install": 8, "cli.bundle": 8,
 }
 
 

@@ -190,7 +190,8 @@ def test_a_removed_working_directory_keeps_the_name(tmp_path, monkeypatch, live_
 def test_python_entry_points_resolve_aliases(tmp_path, monkeypatch, live_env):
     from turbospark_ffi.plan import speculation_plan
     from turbospark_ffi.wire import install_info
-    from turbospark_ffi.policy import SpeculativeDrafter, resolve_drafter
+    from turbospark_ffi.plan import request
+    from turbospark_ffi.policy import SpeculativeDrafter
     from turbospark_ffi.wire import plan_to_dict
     store = tmp_path / "S"
     mtp = write_install(tmp_path / "x" / "mtp", mtp=True)
@@ -199,10 +200,11 @@ def test_python_entry_points_resolve_aliases(tmp_path, monkeypatch, live_env):
     monkeypatch.chdir(tmp_path)
     assert plan_to_dict(speculation_plan("qm"))["modelDir"] == str(mtp)
     assert install_info("qm")["modelDir"] == str(mtp)
-    assert resolve_drafter(SpeculativeDrafter.AUTO, "qm").install_has_mtp_head is True
-    assert resolve_drafter(SpeculativeDrafter.AUTO, b"qm").install_has_mtp_head is True
+    assert request("qm").resolve_drafter().install_has_mtp_head is True
+    assert request(b"qm").resolve_drafter().install_has_mtp_head is True
+    assert request("qm").snapshot.resolve_drafter(SpeculativeDrafter.MTP).install_has_mtp_head
     del live_env["TURBOSPARK_HOME"]
-    assert resolve_drafter(SpeculativeDrafter.AUTO, "qm").install_has_mtp_head is None
+    assert request("qm").resolve_drafter().install_has_mtp_head is None
 
 
 # ---------------------------------------------------------------------------
@@ -231,10 +233,9 @@ ARGUMENTS = [
 def _entry_points():
     from turbospark_ffi.plan import speculation_plan
     from turbospark_ffi.wire import install_info
-    from turbospark_ffi.policy import SpeculativeDrafter, resolve_drafter
+    from turbospark_ffi.plan import request
     return {"speculation_plan": speculation_plan, "install_info": install_info,
-            "resolve_drafter": lambda d: resolve_drafter(SpeculativeDrafter.AUTO, d),
-            "check_model_dir": model_names.check_model_dir}
+            "request": request, "check_model_dir": model_names.check_model_dir}
 
 
 @pytest.mark.parametrize("entry", sorted(_entry_points()))

@@ -13,7 +13,7 @@ from turbospark_ffi.errors import InvalidArgument, JsonArgumentError
 from turbospark_ffi.options import ABSENT, MAX_OPTIONS_BYTES, Options, parse_options
 from turbospark_ffi.policy import DrafterChoice, Speculation, SpeculativeDrafter
 from turbospark_ffi.jsontext import MAX_JSON_DEPTH, dumps
-from turbospark_ffi.wire import choice_from_json, choice_to_dict
+from turbospark_ffi.wire import choice_from_json, choice_text
 
 AUTO, OFF, B = Speculation.AUTO, Speculation.OFF, Speculation.block
 D = SpeculativeDrafter
@@ -347,15 +347,16 @@ GOOD_CHOICE = {"drafter": "mtp", "installHasMtpHead": True, "installHasDflash": 
     DrafterChoice(D.AUTO, True, True),
 ])
 def test_choice_round_trips(choice):
-    assert choice_from_json(dumps(choice_to_dict(choice))) == choice
+    assert choice_from_json(choice_text(choice)) == choice
 
 
 def test_choice_with_the_directory_it_read_is_accepted():
     """What tsffi_resolve_drafter returns names the directory it read; the
     choice is the same with or without it."""
     choice = DrafterChoice(D.MTP, False, True, "a note")
-    with_dir = {**choice_to_dict(choice), "modelDir": "/models/qwen.gturbo"}
-    assert choice_from_json(dumps(with_dir)) == choice
+    with_dir = choice_text(choice, "/models/qwen.gturbo")
+    assert json.loads(with_dir)["modelDir"] == "/models/qwen.gturbo"
+    assert choice_from_json(with_dir) == choice
 
 
 def _with(**kw):

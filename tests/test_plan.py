@@ -282,11 +282,12 @@ def test_moe_headless_named_block_does_not_ask_the_open_for_a_head(installs):
     """The ornith35b case: the draft policies pin the absent drafter OFF so the
     open succeeds and the architectural reason is the one reported."""
     from turbospark_ffi.policy import Speculation, SpeculativeDrafter, draft_policies
-    from turbospark_ffi.policy import resolve_drafter
+    from turbospark_ffi.plan import request
     from turbospark_ffi.wire import policies_to_dict
     assert shape_of(installs["moe"])["has_mtp"] is False
+    snap = request(installs["moe"]).snapshot
     for drafter in (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH):
-        c = resolve_drafter(drafter, installs["moe"])
+        c = snap.resolve_drafter(drafter)
         assert policies_to_dict(draft_policies(c, Speculation.block(2))) == {
             "mtp": OFFP, "dflash": OFFP}
 

@@ -1,5 +1,5 @@
-"""The seed's three decisions -- resolve_drafter / choose_drafter,
-draft_policies, resolve_speculation -- branch by branch, with the seed's own
+"""The seed's three decisions -- resolve_drafter, draft_policies,
+resolve_speculation -- branch by branch, with the seed's own
 messages written out here verbatim (NOT imported from the package: the point
 is to compare the package against the seed's text).
 """
@@ -15,8 +15,9 @@ from turbospark_ffi.policy import (ALLOWED_SPECULATION_BLOCKS, DEFAULT_SPECULATI
                                    DFLASH_SERVING_BLOCK, DflashDraftPolicy, DraftPolicies,
                                    DrafterChoice, MtpDraftPolicy, Speculation,
                                    SpeculationDisabled, SpeculationEnabled,
-                                   SpeculativeDrafter, choose_drafter, draft_policies,
-                                   resolve_drafter, resolve_speculation)
+                                   SpeculativeDrafter, draft_policies, resolve_drafter,
+                                   resolve_speculation)
+from turbospark_ffi.errors import ResidentIndexError
 from turbospark_ffi.resident_index import load_resident_index
 
 from seed_texts import DFLASH_NOTE as NOTE, REFUSAL_PREFIX as PREFIX, SAMPLED_REASON as SAMPLED
@@ -34,7 +35,20 @@ def test_constants_are_the_engines():
 
 
 # --------------------------------------------------------------------------
-# resolve_drafter / choose_drafter
+# resolve_drafter
+
+
+def index_of(model_dir):
+    """The install's index as the snapshot reads it: None when unreadable
+    (the seed's `load_resident_index(...).ok()`)."""
+    try:
+        return load_resident_index(model_dir / "model_weights.bin")
+    except ResidentIndexError:
+        return None
+
+
+def resolve(requested, model_dir):
+    return resolve_drafter(requested, index_of(model_dir))
 
 # install shape -> (write_install kwargs, expected has_mtp, expected has_dflash)
 SHAPES = {
@@ -92,7 +106,7 @@ RESOLVE_TABLE = [
                          ids=[f"{r.value}-{s}" for r, s, _, _ in RESOLVE_TABLE])
 def test_resolve_drafter(install_dirs, requested, shape, drafter, note):
     _, has_mtp, has_dflash = SHAPES[shape]
-    choice = resolve_drafter(requested, install_dirs[shape])
+    choice = resolve(requested, install_dirs[shape])
     assert choice == DrafterChoice(drafter, has_mtp, has_dflash, note)
     # Three-state, never folded: `is`, not ==, so False is not None.
     assert choice.install_has_mtp_head is has_mtp
@@ -100,17 +114,8 @@ def test_resolve_drafter(install_dirs, requested, shape, drafter, note):
     assert choice.note == note
 
 
-@pytest.mark.parametrize("requested, shape, drafter, note", RESOLVE_TABLE,
-                         ids=[f"{r.value}-{s}" for r, s, _, _ in RESOLVE_TABLE])
-def test_choose_drafter_matches_resolve_drafter(install_dirs, requested, shape, drafter, note):
-    _, has_mtp, has_dflash = SHAPES[shape]
-    path = install_dirs[shape] / "model_weights.bin"
-    index = None if shape == "unreadable" else load_resident_index(path)
-    assert choose_drafter(requested, index) == DrafterChoice(drafter, has_mtp, has_dflash, note)
-
-
 def test_note_is_the_seeds_text_verbatim(install_dirs):
-    choice = resolve_drafter(D_AUTO, install_dirs["dflash"])
+    choice = resolve(D_AUTO, install_dirs["dflash"])
     assert choice.note == NOTE
     # Names both spellings: the flag and the C ABI option key.
     assert "--speculative-drafter dflash" in choice.note
@@ -125,15 +130,9 @@ def test_unreadable_index_is_unknown_not_false(tmp_path):
     (as_dir / "model_weights.bin").mkdir(parents=True)
     for d in (missing, as_dir, tmp_path / "does-not-exist"):
         assert shape_of(d)["readable"] is False
-        choice = resolve_drafter(D_AUTO, d)
+        choice = resolve(D_AUTO, d)
         assert choice == DrafterChoice(D_MTP, None, None, None)
         assert choice.install_has_mtp_head is None and choice.install_has_dflash is None
-
-
-@pytest.mark.parametrize("requested", [D_AUTO, D_MTP, D_DFLASH])
-def test_empty_model_dir_is_refused(requested):
-    with pytest.raises(InvalidArgument, match="model_dir is empty"):
-        resolve_drafter(requested, "")
 
 
 # --------------------------------------------------------------------------
@@ -221,7 +220,7 @@ FLOW_TABLE = [
                          ids=[f"{r.value}-{s}-{sp!r}" for r, s, sp, _, _ in FLOW_TABLE])
 def test_draft_policies_from_real_installs(install_dirs, requested, shape, speculation,
                                            mtp, dflash):
-    choice = resolve_drafter(requested, install_dirs[shape])
+    choice = resolve(requested, install_dirs[shape])
     assert choice.install_has_mtp_head is SHAPES[shape][1]
     assert choice.install_has_dflash is SHAPES[shape][2]
     assert draft_policies(choice, speculation) == DraftPolicies(mtp, dflash)
@@ -290,7 +289,7 @@ def test_resolve_speculation(requested, drafter, blocker, deterministic, outcome
         with pytest.raises(SpeculationRefused) as info:
             resolve_speculation(requested, drafter, blocker, deterministic)
         assert str(info.value) == value
-        assert info.value.message == value
+        assert info.value.reason == value[len(PREFIX):]
         return
     plan = resolve_speculation(requested, drafter, blocker, deterministic)
     if outcome == ENABLED:
@@ -338,7 +337,7 @@ def test_three_decisions_in_order(install_dirs, requested, shape, speculation,
                                   deterministic, outcome, value):
     """The seed's flow with no engine blocker other than the note (which the
     seed prefers over the engine's own reason)."""
-    choice = resolve_drafter(requested, install_dirs[shape])
+    choice = resolve(requested, install_dirs[shape])
     assert (choice.note is not None) is (shape == "dflash" and requested is D_AUTO)
     draft_policies(choice, speculation)
     if outcome == REFUSED:

@@ -15,7 +15,9 @@ the engine's checks written out naively) decides whether each mutated file is
 readable; when it is, the flags are exactly whether mtp.fc.weight and
 dflash.fc.weight are among its names; when it is not, the flags are null and
 tsffi_install_info_json says "indexReadable": false with the reason
-("indexError") and the same failed check ("indexCheck").
+("indexError") and the same failed check ("indexCheck"). A readable one's
+probe layer is the plain rule's first self-attention layer (the C pass
+answers it beside the names: tests/test_resident_index.reference_facts).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections import Counter
 import pytest
 
 from installs import ENTRY, ENTRY_FIELDS, HEADER, HEADER_FIELDS, base_file, reference_read
+from test_resident_index import reference_facts
 from test_reliability_inputs import CODES, drivers, run_host, script_line, write_script  # noqa: F401
 from turbospark_ffi.install_writer import TensorSpec
 
@@ -159,12 +162,16 @@ def test_every_mutation_is_readable_or_unknown_with_the_reason(fuzz_run):
         info, drafter, plan = (json.loads(recs[fn].out) for fn in ("info", "drafter", "plan"))
         verdict, detail = reference_read(data)
         if verdict == "ok":
-            expected = ("mtp.fc.weight" in detail, "dflash.fc.weight" in detail)
+            has_mtp, has_dflash, first_layer = reference_facts(detail)
+            expected = (has_mtp, has_dflash)
+            layer = info["probe"]["layer"] if info["indexReadable"] and info["probe"] else None
             got = (info["installHasMtpHead"], info["installHasDflash"])
-            if not info["indexReadable"] or got != expected or info["entryCount"] != len(detail):
+            if not info["indexReadable"] or got != expected or info["entryCount"] != len(detail) \
+                    or layer != first_layer:
                 problems.append(f"{label}: reference reads it ({len(detail)} entries, flags "
-                                f"{expected}) but install_info says readable="
-                                f"{info['indexReadable']} flags={got} "
+                                f"{expected}, first self-attention layer "
+                                f"{first_layer}) but install_info says readable="
+                                f"{info['indexReadable']} flags={got} layer={layer} "
                                 f"error={info['indexError']!r}")
                 continue
             outcomes["readable"] += 1

@@ -613,6 +613,28 @@ def _apply(data: bytearray, mutation) -> bytearray:
     return data
 
 
+LAYER_PREFIX = "language_model.model.layers."
+SELF_ATTN = ".self_attn."
+
+
+def reference_facts(names: list[str]) -> tuple:
+    """What a plan asks of every name, worked out plainly from the names:
+    the two presence tests and the first self-attention layer (the text
+    between the prefix and the first ".self_attn.", ASCII digits)."""
+    layers = []
+    for name in names:
+        if name.startswith(LAYER_PREFIX) and SELF_ATTN in name:
+            number = name[len(LAYER_PREFIX):name.find(SELF_ATTN)]
+            if number.isascii() and number.isdigit():
+                layers.append(int(number))
+    return ("mtp.fc.weight" in names, "dflash.fc.weight" in names, min(layers, default=None))
+
+
+def reference(data) -> tuple:
+    verdict = reference_read(bytes(data))
+    return verdict + (reference_facts(verdict[1]),) if verdict[0] == "ok" else verdict
+
+
 def _verdict(path, data):
     path.write_bytes(bytes(data))
     try:
@@ -623,9 +645,13 @@ def _verdict(path, data):
         assert message.startswith(CORRUPT) or " failed: " in message
         return "error", exc.check
     assert isinstance(index, ResidentIndex)
+    # Asked before anything lists the names: a C-read index answers these
+    # from its pass, not from the names.
+    facts = (install_has_mtp_head(index), install_has_dflash(index),
+             index.first_self_attn_layer())
     assert len(index.names) == index.entry_count == len(set(index.names))
     assert index.bytes_read <= len(data)
-    return "ok", list(index.names)
+    return "ok", list(index.names), facts
 
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True,
@@ -639,13 +665,13 @@ def test_mutated_index_matches_reference(fuzz_path, mutations):
     data = bytearray(BASE)
     for m in mutations:
         _apply(data, m)
-    assert _verdict(fuzz_path, data) == reference_read(bytes(data))
+    assert _verdict(fuzz_path, data) == reference(data)
 
 
 @FUZZ
 @given(st.binary(max_size=600))
 def test_random_bytes_matches_reference(fuzz_path, data):
-    assert _verdict(fuzz_path, data) == reference_read(bytes(data))
+    assert _verdict(fuzz_path, data) == reference(data)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,
@@ -661,7 +687,7 @@ def test_random_names_and_entry_faults_match_reference(fuzz_path, names, faults)
     for k, what in faults:
         if k < len(names):
             _bad(data, k, what)
-    assert _verdict(fuzz_path, data) == reference_read(bytes(data))
+    assert _verdict(fuzz_path, data) == reference(data)
 
 
 # --------------------------------------------------------------------------
@@ -766,7 +792,7 @@ def test_c_pass_and_python_passes_agree(fuzz_path, native_scan, names, faults, m
     for m in mutations:
         _apply(data, m)
     by_python, by_c = _both_verdicts(fuzz_path, data, native_scan)
-    assert by_c == by_python == reference_read(bytes(data))
+    assert by_c == by_python == reference(data)
 
 
 @pytest.mark.parametrize("where, by_c", [
@@ -790,3 +816,57 @@ def test_names_inside_the_index_region_but_not_the_string_table(tmp_path, native
     assert index.name_bytes() == expected
     ri.use_native_scan(None, None)
     assert load_resident_index(path).name_bytes() == expected
+
+
+# --------------------------------------------------------------------------
+# What the C pass answers beside the names (the presence tensors' slots, the
+# first self-attention layer), against the Python passes and the plain rule,
+# on names built to sit on every edge of the rule.
+
+NAME_PIECES = st.tuples(
+    st.sampled_from([LAYER_PREFIX, "language_model.model.layer.", "xlanguage_model.model.layers.",
+                     ""]),
+    st.sampled_from(["3", "0", "007", "12", "", "x", "1x", "99999999999999999999", "٣"]),
+    st.sampled_from([SELF_ATTN, ".linear_attn.", ".self_attn", "self_attn.", ""]),
+    st.sampled_from(["q_proj.weight", ".self_attn.k", "", "mtp.fc.weight"]),
+).map(lambda p: "".join(p).encode())
+FACT_NAME = st.one_of(NAME_PIECES, st.sampled_from([b"mtp.fc.weight", b"dflash.fc.weight",
+                                                    b"mtp.fc.weigh", b"dflash.fc.weight\x00"]))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(FACT_NAME, min_size=1, max_size=10, unique=True))
+def test_c_pass_facts_match_python_and_the_rule(fuzz_path, native_scan, names):
+    data = raw_index(names)
+    by_python, by_c = _both_verdicts(fuzz_path, data, native_scan)
+    assert by_c == by_python == reference(data)
+
+
+FACT_CASES = [
+    # names -> (has mtp, has dflash, first self-attention layer), and whether
+    # the C pass answers (False: it hands the index back to Python)
+    ([b"language_model.model.layers.7.self_attn.q", b"language_model.model.layers.3.self_attn.k"],
+     (False, False, 3), True),
+    ([b"language_model.model.layers.007.self_attn.q"], (False, False, 7), True),
+    ([b"language_model.model.layers..self_attn.q"], (False, False, None), True),
+    ([b"language_model.model.layers.3.linear_attn.q", b"mtp.layers.0.self_attn.q"],
+     (False, False, None), True),
+    ([b"language_model.model.layers.4.self_attn.self_attn.", b"mtp.fc.weight",
+      b"dflash.fc.weight"], (True, True, 4), True),
+    # A number past int64: the Python passes answer, exactly.
+    ([b"language_model.model.layers.99999999999999999999.self_attn.q"],
+     (False, False, 99999999999999999999), False),
+    ([], (False, False, None), True),
+]
+
+
+@pytest.mark.parametrize("names, facts, by_c", FACT_CASES, ids=[str(i) for i in range(7)])
+def test_c_pass_facts(tmp_path, native_scan, names, facts, by_c):
+    path = write_bytes(tmp_path / "model_weights.bin", raw_index(names))
+    for scan in (native_scan, None):
+        ri.use_native_scan(*(scan or (None, None)))
+        index = load_resident_index(path)
+        assert _read_by_c(index) is (by_c and scan is not None)
+        assert (install_has_mtp_head(index), install_has_dflash(index),
+                index.first_self_attn_layer()) == facts

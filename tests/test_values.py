@@ -18,6 +18,7 @@ import pickle
 import pytest
 
 from turbospark_ffi._value import Value
+from turbospark_ffi.blockers import Blocker
 from turbospark_ffi.expert_layout import ExpertLayout
 from turbospark_ffi.options import ABSENT, Options
 from turbospark_ffi.plan import PlanResult, SpeculationChoice, SpeculationChoices
@@ -68,7 +69,9 @@ DISTINCT = {
                  PlanResult(CHOICE, DraftPolicies(M.fixed(2), F.OFF), SpeculationEnabled(2)),
                  PlanResult(CHOICE, POLICIES, SpeculationEnabled(3)),
                  PlanResult(CHOICE, POLICIES, SpeculationDisabled("why")),
-                 PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), ("contextLength",))],
+                 PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), ("contextLength",)),
+                 PlanResult(CHOICE, POLICIES, SpeculationDisabled("why"), (), None, "moe")],
+    Blocker: [Blocker("moe", "why"), Blocker("engine", "why"), Blocker("moe", "another")],
     SpeculationChoice: [SpeculationChoice(S.AUTO, D.AUTO, None, "refused", False),
                         SpeculationChoice(S.OFF, D.AUTO, None, "refused", False),
                         SpeculationChoice(S.AUTO, D.MTP, None, "refused", False),

@@ -2,14 +2,20 @@
 policy, encode the result, map errors to status codes. Nothing else.
 
 Only this module (with the init code in ffi_build.py) touches cffi objects:
-the reader gets the C pass of its check 7 as plain callables (bind). The
-status numbers come from the header (through the cffi `lib`), so they have
-one source.
+the reader gets the C pass of its check 7 and the install snapshot the
+library's stat key as plain callables (bind). An error's status is its own
+(errors.py: the header's numbers); the codes only C can give -- an internal
+error, a JSON argument nested too deeply to parse -- come from the header
+through the cffi `lib`.
+
+Every function that takes a model makes one `plan.request` (check, parse,
+resolve, snapshot) and returns one of wire's `*_json` answers (remembered on
+the snapshot) -- the very path `turbospark-ffi ... --json` takes.
 """
 
 from __future__ import annotations
 
-from .errors import InvalidArgument, JsonArgumentError, SpeculationRefused
+from .errors import TurbosparkError
 
 _ffi = None
 _lib = None
@@ -17,7 +23,6 @@ _string = None
 _emit = None
 _set_error = None
 _handlers: dict = {}
-_STATUS: dict = {}
 
 
 def bind(ffi, lib) -> None:
@@ -27,11 +32,6 @@ def bind(ffi, lib) -> None:
     _string = ffi.string
     _emit = lib.tsffi_emit
     _set_error = lib.tsffi_set_error
-    _STATUS.update({
-        InvalidArgument: lib.TSFFI_ERR_INVALID_ARGUMENT,
-        JsonArgumentError: lib.TSFFI_ERR_JSON,
-        SpeculationRefused: lib.TSFFI_ERR_REFUSED,
-    })
     _handlers.update({
         lib.TSFFI__FN_BUILD_INFO: _build_info,
         lib.TSFFI__FN_RESOLVE_DRAFTER: _resolve_drafter,
@@ -45,6 +45,9 @@ def bind(ffi, lib) -> None:
     # anyway; with it the reader's check 7 runs in C (tsffi_index_scan.c).
     from . import resident_index
     resident_index.use_native_scan(lib.tsffi_index_names_end, _index_scan(ffi, lib))
+    # The snapshot's key is the warm path's own (install.py).
+    from . import install
+    install.use_native_keys(_install_keys(ffi, lib))
     # The store root is read from the environment at each resolution, as the
     # engine reads it. This interpreter's os.environ is a copy made when it
     # started, so a host's setenv() after its first call would be missed:
@@ -60,30 +63,50 @@ def bind(ffi, lib) -> None:
     model_names.use_getenv(getenv)
 
 
+def _install_keys(ffi, lib):
+    """tsffi_install_keys as `install.file_keys` wants it: the key's bytes."""
+    new, buffer, keys_of = ffi.new, ffi.buffer, lib.tsffi_install_keys
+    from .install import python_file_keys
+
+    def keys(model_dir: str) -> bytes:
+        try:
+            path = model_dir.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # not a path C can be handed: no file has it
+            return python_file_keys(model_dir)
+        out = new("struct tsffi_file_key[2]")
+        keys_of(path, out)
+        return buffer(out)[:]
+    return keys
+
+
 def _index_scan(ffi, lib):
     """The C pass of the resident index's check 7 as a plain callable for the
-    reader: the names "\n"-joined (with a leading "\n"), or None to let the
-    Python passes decide and word the failure."""
+    reader (resident_index.use_native_scan says what it returns), or None
+    from it to let the Python passes decide and word the failure."""
     new, buffer, scan = ffi.new, ffi.buffer, lib.tsffi_index_scan
+    # The names' buffer is written whole by the pass before any of it is
+    # read: not zeroed first (4 MB at 100,000 entries).
+    uncleared = ffi.new_allocator(should_clear_after_alloc=False)
     ok, too_small = lib.TSFFI__SCAN_OK, lib.TSFFI__SCAN_JOINED_TOO_SMALL
 
-    def check(head: bytes, tail: bytes, count: int, index_size: int,
-              resident_end: int) -> bytes | None:
+    def check(head: bytes, tail: bytes, count: int, index_size: int, resident_end: int,
+              queries: bytes, names_asked: int):
         # Distinct names inside the string table fit in it, plus one "\n"
         # each; names sharing bytes or lying in the entry table may need
         # more: asked for once.
         capacity = len(tail) + count
-        needed = new("uint64_t *")
+        facts = new("int64_t[]", 2 + names_asked)
         for _attempt in range(2):
-            joined = new("char[]", capacity + 1)
-            verdict = scan(head, tail, len(tail), count, index_size, resident_end,
-                           joined + 1, capacity, needed)
+            joined = uncleared("char[]", capacity + 1)
+            verdict = scan(head, tail, len(tail), count, index_size, resident_end, queries,
+                           joined + 1, capacity, facts)
             if verdict == ok:
                 joined[0] = b"\n"
-                return buffer(joined, needed[0] + 1)[:]
+                return (buffer(joined, facts[0] + 1)[:], facts[1],
+                        [facts[2 + k] for k in range(names_asked)])
             if verdict != too_small:
                 return None
-            capacity = needed[0]
+            capacity = facts[0]
         return None  # pragma: no cover - the second attempt has the room it asked for
     return check
 
@@ -104,15 +127,12 @@ def dispatch(fn: int, a, b, out) -> int:
     except MemoryError:
         return _fail(_lib.TSFFI_ERR_INTERNAL, "internal error: out of memory")
     except Exception as exc:  # the boundary: nothing crosses it
-        status = _STATUS.get(type(exc))
+        status = exc.status if isinstance(exc, TurbosparkError) else None
         if status is None:
             return _fail(_lib.TSFFI_ERR_INTERNAL,
                          f"internal error: {type(exc).__name__}: {exc}")
         return _fail(status, str(exc))
-    if type(outcome) is bytes:
-        return _emit(out, outcome, len(outcome))
-    status, message = outcome
-    return _fail(status, message)
+    return _emit(out, outcome, len(outcome))
 
 
 def _encode(value) -> bytes:
@@ -120,179 +140,77 @@ def _encode(value) -> bytes:
     return dumps(value).encode("ascii")
 
 
-def _model_dir(raw: bytes) -> str:
-    """The model_dir argument checked (model_names.check_model_dir, the one
-    check every entry point makes); not yet resolved."""
-    from .model_names import check_model_dir
-    return check_model_dir(raw)
-
-
-_parsed: dict = {}
-MAX_PARSED_OPTIONS = 256
-# Only options texts up to this size are remembered (as the C warm path's
-# TSFFI_CACHE_MAX_ARG), so the memo holds at most 256 x 4 KiB of keys.
-MAX_PARSED_OPTIONS_BYTES = 4096
-
-
-def _options(raw: bytes):
-    """`parse_options(raw)`, remembered per options text (a GUI sends the same
-    few objects over and over); a refusal is remembered too and raised anew.
-    Parsed before any install is read, so a bad option is refused whatever
-    the install or the blocker."""
-    try:
-        parsed = _parsed[raw]
-    except KeyError:
-        from .options import parse_options
-        try:
-            parsed = parse_options(raw)
-        except (InvalidArgument, JsonArgumentError) as exc:
-            parsed = exc
-        if len(raw) <= MAX_PARSED_OPTIONS_BYTES:
-            if len(_parsed) >= MAX_PARSED_OPTIONS:
-                _parsed.clear()
-            _parsed[raw] = parsed
-    if isinstance(parsed, Exception):
-        # A fresh instance per raise: re-raising one object keeps growing
-        # its traceback.
-        raise type(parsed)(str(parsed))
-    return parsed
-
-
-def _install(text: str):
-    """The snapshot of the install that `text` (a checked model_dir: a
-    directory or an installed alias) names, resolved as the engine resolves
-    it, and whether the C warm path may remember answers about it: only when
-    the name IS the directory read -- an absolute path that was an existing
-    directory, which rule 1 of the resolution answers without the
-    environment or the working directory (tsffi_embed.c checks the same at
-    every lookup and store)."""
-    from .install import snapshot
-    from .model_names import resolve_model_name
-    resolved = resolve_model_name(text)
-    return snapshot(resolved), resolved == text
-
-
-def _memo(snap, key, compute):
-    """Answers memoised on the install snapshot they were computed from, so
-    they live and die with it and can never outlive a change to the files.
-    A refusal is an answer too, remembered as (status, message)."""
-    def outcome():
-        try:
-            return compute()
-        except SpeculationRefused as exc:
-            return (_lib.TSFFI_ERR_REFUSED, str(exc))
-    return snap.memo(key, outcome)
-
-
-_I64 = 1 << 63
-
-
-def _offer_to_c(fn: int, snap, a: bytes, b: bytes, outcome) -> None:
-    """Let the C warm path remember a successful answer, keyed by what stat()
-    said of the install's files when this snapshot read them (see
-    tsffi_embed.c). Only trusted snapshots: a file modified within the racy
-    window is re-read by Python on every call, so it must not be answered
-    from C either."""
-    if type(outcome) is not bytes or not snap.trusted:
-        return
-    keys = _ffi.new("struct tsffi_file_key[2]")
-    for key, part in zip(keys, snap.key):
-        if len(part) == 6:
-            key.ok = 1
-            # C compares the same bits as int64 (st_ino/st_dev may exceed 2**63).
-            (key.dev, key.ino, key.size, key.mtime_ns, key.ctime_ns,
-             key.mode) = (v - (_I64 << 1) if v >= _I64 else v for v in part)
-        elif part[0] == "error" and part[1] is not None:
-            key.dev = part[1]  # ok stays 0: the errno stat() gave
-        else:
-            return
-    _lib.tsffi_cache_put(fn, a, b, keys, outcome, len(outcome))
-
-
-def _speculation_plan(model_dir: bytes, options: bytes):
-    text = _model_dir(model_dir)
-    opts = _options(options)
-    snap, keyable = _install(text)
-    outcome = _memo(snap, ("plan", options), lambda: _plan_json(snap, opts))
-    if keyable:
-        _offer_to_c(_lib.TSFFI__FN_SPECULATION_PLAN, snap, model_dir, options, outcome)
+def _answered(fn: int, a: bytes, b: bytes, answer, request) -> bytes:
+    """`answer(request)`, offered to the C warm path when it may remember it:
+    keyed by the bytes stat() gave when the snapshot read the install's files
+    (install.py: the warm path's own key), only when the request's name IS
+    the directory read, and only from a trusted snapshot -- a file modified
+    within the racy window is re-read by Python on every call, so it must
+    not be answered from C either."""
+    outcome = answer(request)
+    snap = request.snapshot
+    if snap.trusted and request.names_the_directory:
+        keys = _ffi.from_buffer("struct tsffi_file_key[2]", snap.key)
+        _lib.tsffi_cache_put(fn, a, b, keys, outcome, len(outcome))
     return outcome
 
 
-def _plan_json(snap, opts) -> bytes:
-    from .plan import plan_for_snapshot
-    from .wire import plan_to_dict
-    return _encode(plan_to_dict(plan_for_snapshot(snap, opts)))
+def _speculation_plan(model_dir: bytes, options: bytes) -> bytes:
+    from .plan import request
+    from .wire import plan_json
+    return _answered(_lib.TSFFI__FN_SPECULATION_PLAN, model_dir, options, plan_json,
+                     request(model_dir, options))
 
 
-def _speculation_choices(model_dir: bytes, options: bytes):
-    # The order of _speculation_plan (model_dir checked, options parsed, the
-    # name resolved), so a bad argument is refused exactly as the plan call
-    # refuses it. One snapshot answers all 51 items: the index is read once.
-    text = _model_dir(model_dir)
-    opts = _options(options)
-    snap, keyable = _install(text)
-
-    def compute() -> bytes:
-        from .plan import choices_for_snapshot
-        from .wire import choices_to_dict
-        return _encode(choices_to_dict(choices_for_snapshot(snap, opts)))
-    outcome = _memo(snap, ("choices", options), compute)
-    if keyable:
-        _offer_to_c(_lib.TSFFI__FN_SPECULATION_CHOICES, snap, model_dir, options, outcome)
-    return outcome
+def _speculation_choices(model_dir: bytes, options: bytes) -> bytes:
+    # One snapshot answers all 51 items: the index is read once.
+    from .plan import request
+    from .wire import choices_json
+    return _answered(_lib.TSFFI__FN_SPECULATION_CHOICES, model_dir, options, choices_json,
+                     request(model_dir, options))
 
 
-def _resolve_drafter(model_dir: bytes, options: bytes):
-    text = _model_dir(model_dir)
-    opts = _options(options)
-    snap, keyable = _install(text)
+def _resolve_drafter(model_dir: bytes, options: bytes) -> bytes:
+    from .plan import request
+    from .wire import drafter_json
+    return _answered(_lib.TSFFI__FN_RESOLVE_DRAFTER, model_dir, options, drafter_json,
+                     request(model_dir, options))
 
-    def compute() -> bytes:
-        from .plan import choice_for_snapshot
-        from .wire import resolved_choice_to_dict
-        return _encode(resolved_choice_to_dict(choice_for_snapshot(snap, opts.drafter),
-                                               snap.model_dir))
-    outcome = _memo(snap, ("drafter", options), compute)
-    if keyable:
-        _offer_to_c(_lib.TSFFI__FN_RESOLVE_DRAFTER, snap, model_dir, options, outcome)
-    return outcome
+
+def _install_info(model_dir: bytes, unused: bytes) -> bytes:
+    from .plan import request
+    from .wire import install_info_json
+    return _answered(_lib.TSFFI__FN_INSTALL_INFO, model_dir, unused, install_info_json,
+                     request(model_dir))
 
 
 def _draft_policies(choice_json: bytes, options: bytes) -> bytes:
-    from .options import MAX_OPTIONS_BYTES, decode_text
+    from .errors import InvalidArgument
+    from .options import MAX_OPTIONS_BYTES, decode_text, parse_options
     from .policy import draft_policies
-    from .wire import choice_from_json, policies_to_dict
+    from .wire import choice_from_json, policies_text
     if len(choice_json) > MAX_OPTIONS_BYTES:
         raise InvalidArgument(f"choice_json is {len(choice_json)} bytes; accepts at most "
                               f"{MAX_OPTIONS_BYTES} bytes (what tsffi_resolve_drafter returns)")
     choice = choice_from_json(decode_text(choice_json, "choice_json"))
-    return _encode(policies_to_dict(draft_policies(choice, _options(options).speculation)))
+    return policies_text(draft_policies(choice, parse_options(options).speculation)).encode(
+        "ascii")
 
 
-def _resolve_speculation(options: bytes, _unused: bytes):
-    from .options import ABSENT
+def _resolve_speculation(options: bytes, unused: bytes) -> bytes:
+    from .options import ABSENT, parse_options
     from .policy import SpeculativeDrafter, resolve_speculation
-    from .wire import speculation_to_dict
-    opts = _options(options)
+    from .wire import speculation_text
+    opts = parse_options(options)
     # An absent or auto drafter takes the seed's non-DFlash2 arms, which is
     # the MTP drafter's, and is reported as such.
     drafter = SpeculativeDrafter.MTP if opts.drafter is SpeculativeDrafter.AUTO else opts.drafter
     blocker = None if opts.engine_blocker is ABSENT else opts.engine_blocker
     plan = resolve_speculation(opts.speculation, drafter, blocker, opts.deterministic)
-    return _encode(speculation_to_dict(plan, drafter))
+    return speculation_text(plan, drafter).encode("ascii")
 
 
-def _install_info(model_dir: bytes, _unused: bytes) -> bytes:
-    from .wire import install_info_to_dict
-    snap, keyable = _install(_model_dir(model_dir))
-    outcome = _memo(snap, ("info",), lambda: _encode(install_info_to_dict(snap)))
-    if keyable:
-        _offer_to_c(_lib.TSFFI__FN_INSTALL_INFO, snap, model_dir, _unused, outcome)
-    return outcome
-
-
-def _build_info(_a: bytes, _b: bytes) -> bytes:
+def _build_info(unused_a: bytes, unused_b: bytes) -> bytes:
     from .wire import build_info_to_dict
     library = _string(_lib.tsffi_get_library_path()).decode("utf-8", "surrogateescape")
     return _encode(build_info_to_dict(_lib.TSFFI_ABI_VERSION, library,

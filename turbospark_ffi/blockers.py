@@ -22,17 +22,36 @@ where one exists.
 
 from __future__ import annotations
 
+from ._value import Value
 from .policy import SpeculativeDrafter
-from .resident_index import DFLASH_PRESENCE_TENSOR, DTYPE_NAMES, MTP_PRESENCE_TENSOR, ResidentIndex
+from .resident_index import (DFLASH_PRESENCE_TENSOR, DTYPE_NAMES, MTP_PRESENCE_TENSOR,
+                             ResidentIndex)
 
-__all__ = ["VERIFY_PROBE_DTYPES", "first_full_attention_layer", "probe_tensor_name",
-           "preview_blocker", "architecture_blocker", "drafter_blocker"]
+__all__ = ["VERIFY_PROBE_DTYPES", "Blocker", "first_full_attention_layer", "probe_tensor_name",
+           "preview_blocker", "architecture_blocker", "drafter_blocker", "REASON_MOE",
+           "REASON_NO_PROBE_LAYER", "REASON_PROBE_ABSENT", "REASON_PROBE_DTYPE",
+           "REASON_NO_MTP_HEAD", "REASON_NO_DFLASH"]
 
 # The batched verify covers INT4 affine, 1-bit affine and 2-bit affine.
 VERIFY_PROBE_DTYPES = {4: "INT4 affine", 15: "1-bit affine", 16: "2-bit affine"}
 
-_TRUNK_LAYER_PREFIX = b"language_model.model.layers."
-_SELF_ATTN = b".self_attn."
+# The code of each reason below, in its order (see policy.REASON_*).
+REASON_MOE = "moe"                       # 2
+REASON_NO_PROBE_LAYER = "no-probe-layer"  # 3
+REASON_PROBE_ABSENT = "probe-absent"     # 4
+REASON_PROBE_DTYPE = "probe-dtype"       # 5
+REASON_NO_MTP_HEAD = "no-mtp-head"       # 6, per drafter
+REASON_NO_DFLASH = "no-dflash"
+
+
+class Blocker(Value):
+    """One reason not to speculate: `message`, the words a host shows, and
+    `code`, which of the reasons it is (for a front end that labels it)."""
+
+    __slots__ = ("code", "message")
+
+    def __init__(self, code: str, message: str) -> None:
+        self._init(code=code, message=message)
 
 
 def probe_tensor_name(layer: int) -> str:
@@ -46,17 +65,10 @@ def first_full_attention_layer(index: ResidentIndex) -> int | None:
     without the engine, the index is the evidence: full-attention layers are
     exactly the ones whose tensors live under `self_attn` (linear layers use
     `linear_attn`). The MTP head's and the drafter's own attention tensors
-    are not trunk layers and are not counted.
+    are not trunk layers and are not counted. The reader answers it
+    (`first_self_attn_layer`), in its C pass when the library is loaded.
     """
-    best = None
-    for name in index.names_containing(_SELF_ATTN):
-        if name.startswith(_TRUNK_LAYER_PREFIX):
-            number = name[len(_TRUNK_LAYER_PREFIX):name.find(_SELF_ATTN)]
-            if number.isdigit() and number.isascii():
-                layer = int(number)
-                if best is None or layer < best:
-                    best = layer
-    return best
+    return index.first_self_attn_layer()
 
 
 def _dtype_label(dtype: int) -> str:
@@ -65,53 +77,53 @@ def _dtype_label(dtype: int) -> str:
 
 
 def preview_blocker(index: ResidentIndex, experts_per_layer: int,
-                    drafter: SpeculativeDrafter) -> str | None:
+                    drafter: SpeculativeDrafter) -> Blocker | None:
     """The reason the engine would give for not speculating with `drafter` on
     this install, or None when nothing the files show stands in the way."""
     reason = architecture_blocker(index, experts_per_layer)
     return reason if reason is not None else drafter_blocker(index, drafter)
 
 
-def architecture_blocker(index: ResidentIndex, experts_per_layer: int) -> str | None:
-    """Reasons 2-5, which do not depend on the drafter (so an install
-    snapshot computes them once for both drafters: reason 3 scans every
-    name)."""
+def architecture_blocker(index: ResidentIndex, experts_per_layer: int) -> Blocker | None:
+    """Reasons 2-5, which do not depend on the drafter."""
     # 2. MoE. A checkpoint gap, not a missing kernel: no download helps.
     if experts_per_layer > 0:
-        return (f"this install routes to {experts_per_layer} experts per layer "
-                "(mixture-of-experts), and no published MoE conversion of this "
-                "architecture ships a drafter the engine can ingest; no download "
-                "changes that")
+        return Blocker(REASON_MOE, f"this install routes to {experts_per_layer} experts per "
+                       "layer (mixture-of-experts), and no published MoE conversion of this "
+                       "architecture ships a drafter the engine can ingest; no download "
+                       "changes that")
     # 3.
     layer = first_full_attention_layer(index)
     if layer is None:
-        return ("this install has no full-attention layer (no "
-                "language_model.model.layers.N.self_attn.* tensor) for the verify "
-                "pass to probe")
+        return Blocker(REASON_NO_PROBE_LAYER, "this install has no full-attention layer (no "
+                       "language_model.model.layers.N.self_attn.* tensor) for the verify "
+                       "pass to probe")
     # 4.
     probe = probe_tensor_name(layer)
     dtype = index.dtype_of(probe)
     if dtype is None:
-        return (f"the verify probe tensor {probe} (layer {layer}, the first "
-                "full-attention layer) is not in the resident index")
+        return Blocker(REASON_PROBE_ABSENT, f"the verify probe tensor {probe} (layer {layer}, "
+                       "the first full-attention layer) is not in the resident index")
     # 5.
     if dtype not in VERIFY_PROBE_DTYPES:
         covered = ", ".join(f"{k} ({v})" for k, v in VERIFY_PROBE_DTYPES.items())
-        return (f"the verify probe tensor {probe} has dtype {_dtype_label(dtype)}, which "
-                f"the batched verify does not cover (it covers {covered})")
+        return Blocker(REASON_PROBE_DTYPE, f"the verify probe tensor {probe} has dtype "
+                       f"{_dtype_label(dtype)}, which the batched verify does not cover (it "
+                       f"covers {covered})")
     return None
 
 
-def drafter_blocker(index: ResidentIndex, drafter: SpeculativeDrafter) -> str | None:
+def drafter_blocker(index: ResidentIndex, drafter: SpeculativeDrafter) -> Blocker | None:
     """Reason 6, the drafter's own presence: asked only once reasons 2-5 are
     clear. Only here is there an artifact to point at."""
     if drafter is SpeculativeDrafter.DFLASH:
         if DFLASH_PRESENCE_TENSOR not in index:
-            return (f"this install carries no DFlash2 drafter ({DFLASH_PRESENCE_TENSOR} "
-                    "is not in the resident index); stream the drafter beside the trunk")
+            return Blocker(REASON_NO_DFLASH, "this install carries no DFlash2 drafter "
+                           f"({DFLASH_PRESENCE_TENSOR} is not in the resident index); stream "
+                           "the drafter beside the trunk")
         return None
     if MTP_PRESENCE_TENSOR not in index:
-        return (f"this install carries no multi-token-prediction head "
-                f"({MTP_PRESENCE_TENSOR} is not in the resident index); stream an install "
-                "that adds the official checkpoint's last shard")
+        return Blocker(REASON_NO_MTP_HEAD, "this install carries no multi-token-prediction "
+                       f"head ({MTP_PRESENCE_TENSOR} is not in the resident index); stream an "
+                       "install that adds the official checkpoint's last shard")
     return None

@@ -1,15 +1,19 @@
 """The package's exceptions: one per concept, all `ValueError` subclasses, so a
 caller that only wants "was my input bad" catches one type.
 
-`_abi.py` maps InvalidArgument, JsonArgumentError and SpeculationRefused to
-their C ABI status codes (one each); the mapping lives there and nowhere
-else. ResidentIndexError never reaches the C boundary: an unreadable index
-is an answer ("unknown"), not a failure.
+Each error a caller can cause carries its C ABI status code (`status`, the
+header's TSFFI_ERR_* number); `STATUS_OK` is TSFFI_OK. These are the one
+Python source of the numbers: `_abi.py` reports an error's own `status`, the
+choices table's per-item status and the command line's exit statuses read
+them here, and tests/test_c_abi.py holds them equal to include/tsffi.h.
+ResidentIndexError has no status: it never reaches the C boundary, since an
+unreadable index is an answer ("unknown"), not a failure.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "STATUS_OK",
     "TurbosparkError",
     "InvalidArgument",
     "JsonArgumentError",
@@ -17,28 +21,58 @@ __all__ = [
     "ResidentIndexError",
 ]
 
+STATUS_OK = 0  # TSFFI_OK
+
 
 class TurbosparkError(ValueError):
-    """Base of every error this package raises on purpose."""
+    """Base of every error this package raises on purpose. `status` is the C
+    ABI's code for it, or None for an error that never crosses the boundary."""
 
-    @property
-    def message(self) -> str:
-        return str(self.args[0]) if self.args else ""
+    status: int | None = None
+
+    def again(self) -> TurbosparkError:
+        """A fresh instance carrying the same message and fields, for raising
+        a remembered error anew (raising one object again and again keeps
+        growing its traceback, and two threads may raise it at once)."""
+        fresh = self.__class__.__new__(self.__class__)
+        fresh.args = self.args
+        fresh.__dict__.update(self.__dict__)
+        return fresh
 
 
 class InvalidArgument(TurbosparkError):
-    """An argument or option value outside its accepted set (TSFFI_ERR_INVALID_ARGUMENT)."""
+    """An argument or option value outside its accepted set (TSFFI_ERR_INVALID_ARGUMENT).
+
+    `option` is the option key refused when the option grammar refuses one
+    (the message is then "<option>: <what was wrong>"), else None: so a
+    front end can name its own flag for the key without reading the words.
+    """
+
+    status = 1
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class JsonArgumentError(TurbosparkError):
     """A JSON argument that does not parse, or is not an object (TSFFI_ERR_JSON)."""
+
+    status = 4
 
 
 class SpeculationRefused(TurbosparkError):
     """The seed's `Err`: a named block that cannot be served (TSFFI_ERR_REFUSED).
 
     The message is the seed's, verbatim; a host shows it to the user as is.
+    `reason` is the part after the policy's refusal prefix (what stood in
+    the way), for a front end that lists it apart from the prefix.
     """
+
+    status = 2
+    # Set by policy.resolve_speculation on the instance it raises (a keyword
+    # of __init__ tripled the cost of raising one, 15 times a table).
+    reason: str | None = None
 
 
 class ResidentIndexError(TurbosparkError):

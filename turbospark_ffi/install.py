@@ -13,44 +13,103 @@ come from a coarse clock (a few milliseconds), so a rewrite within one tick of
 the previous write can keep size and mtime. As git does with its index, a
 snapshot whose files were modified within `RACY_WINDOW_NS` of being read is
 not trusted, and is re-read on every call until the files have aged.
+
+The key is `struct tsffi_file_key[2]` of src/tsffi_embed.c, as bytes: the
+library's warm path compares exactly these bytes, so inside the library the
+key is the library's own (`use_native_keys`: tsffi_install_keys, the one
+computation of it there) and an answer is offered to the warm path under the
+very key this snapshot was read with. Without the library, `python_file_keys`
+writes the same fields the same way.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 
-from .errors import ResidentIndexError, TurbosparkError
-from .expert_layout import LAYOUT_PATH, ExpertLayout, load_expert_layout
-from .resident_index import ResidentIndex, load_resident_index
+from .blockers import Blocker, preview_blocker
+from .errors import ResidentIndexError, SpeculationRefused, TurbosparkError
+from .expert_layout import (LAYOUT_PATH, REASON_UNREADABLE_LAYOUT, ExpertLayout,
+                            load_expert_layout)
+from .policy import DrafterChoice, SpeculativeDrafter, resolve_drafter
+from .resident_index import REASON_UNREADABLE_INDEX, ResidentIndex, load_resident_index
 
-__all__ = ["InstallSnapshot", "snapshot", "MAX_CACHED_INSTALLS", "RACY_WINDOW_NS"]
+__all__ = ["InstallSnapshot", "snapshot", "clear_cache", "use_native_keys", "file_keys",
+           "keys_in_use", "python_file_keys",
+           "MAX_CACHED_INSTALLS", "MAX_MEMO", "RACY_WINDOW_NS"]
 
 MAX_CACHED_INSTALLS = 64
 MAX_MEMO = 256  # derived answers kept per snapshot
 RACY_WINDOW_NS = 100_000_000  # 100 ms: well above any coarse-clock tick
 
+_LEAVES = ("model_weights.bin", LAYOUT_PATH)
+# struct tsffi_file_key: ok, dev, ino, size, mtime_ns, ctime_ns, mode (int64 each).
+_FIELDS = 7
+_U64 = 1 << 64
+_I64_MAX = (1 << 63) - 1
 
-def _stat_key(path: str) -> tuple:
-    try:
-        s = os.stat(path)
-    except OSError as exc:
-        return ("error", exc.errno)
-    except ValueError:  # embedded NUL
-        return ("invalid",)
-    # struct tsffi_file_key's fields in its order (_abi._offer_to_c fills it by name).
-    return (s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_mode)
+
+def python_file_keys(model_dir: str) -> bytes:
+    """What tsffi_install_keys writes, from os.stat: per file its fields, or
+    ok 0 with the errno in dev when stat() fails."""
+    values: list[int] = []
+    for leaf in _LEAVES:
+        try:
+            s = os.stat(os.path.join(model_dir, leaf))
+        except OSError as exc:
+            values += (0, exc.errno or 0, 0, 0, 0, 0, 0)
+            continue
+        except ValueError:  # not representable as a C path: no file has it
+            values += (0, -1, 0, 0, 0, 0, 0)
+            continue
+        values += (1, s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_mode)
+    # C stores each as int64: the same bits (st_ino may exceed 2**63).
+    return b"".join((v - _U64 if v > _I64_MAX else v).to_bytes(8, sys.byteorder, signed=True)
+                    for v in values)
+
+
+_keys = python_file_keys
+
+
+def use_native_keys(keys) -> None:
+    """Compute the key with `keys(model_dir) -> bytes` from now on (`_abi.bind`
+    hands in the library's tsffi_install_keys); None goes back to Python."""
+    global _keys
+    _keys = python_file_keys if keys is None else keys
+
+
+def file_keys(model_dir: str) -> bytes:
+    """The key of the install at `model_dir` now."""
+    return _keys(model_dir)
+
+
+def keys_in_use():
+    """The computation `file_keys` uses: `python_file_keys`, or what
+    `use_native_keys` was given."""
+    return _keys
+
+
+_MISSING = object()
+
+
+def _newest_time(key: bytes) -> int:
+    """The latest mtime or ctime among the files stat() saw (0: none)."""
+    fields = memoryview(key).cast("q")
+    return max((fields[at + t] for at in range(0, len(fields), _FIELDS) if fields[at]
+                for t in (4, 5)), default=0)
 
 
 class InstallSnapshot:
     """What the files of one install said when they were read. Derived answers
-    (the drafter choice per request, the blocker preview per drafter) are
-    memoised on the snapshot, so they share its lifetime and its validity."""
+    (the drafter choice per request, the blocker preview per drafter, and
+    whatever `memo` is given) are remembered on the snapshot, so they share
+    its lifetime and its validity."""
 
     __slots__ = ("model_dir", "key", "trusted", "index", "index_error", "layout",
                  "layout_error", "_memo", "__weakref__")
 
-    def __init__(self, model_dir: str, key: tuple, trusted: bool) -> None:
+    def __init__(self, model_dir: str, key: bytes, trusted: bool) -> None:
         self.model_dir = model_dir
         self.key = key
         self.trusted = trusted
@@ -60,7 +119,7 @@ class InstallSnapshot:
         self.layout_error: TurbosparkError | None = None
         self._memo: dict = {}
         try:
-            self.index = load_resident_index(os.path.join(model_dir, "model_weights.bin"))
+            self.index = load_resident_index(os.path.join(model_dir, _LEAVES[0]))
         except ResidentIndexError as exc:
             self.index_error = exc
         try:
@@ -68,39 +127,46 @@ class InstallSnapshot:
         except TurbosparkError as exc:
             self.layout_error = exc
 
-    def memo(self, key, compute):
-        """`compute()`, remembered under `key` for this snapshot's lifetime.
-        Bounded: a host varying its options endlessly (a temperature slider)
-        starts the memo afresh past MAX_MEMO answers."""
+    def memo(self, key, compute, *args):
+        """`compute(*args)`, remembered under `key` for this snapshot's
+        lifetime. A refusal (SpeculationRefused) is an answer too: remembered,
+        and raised anew each time. Bounded: a host varying its options
+        endlessly (a temperature slider) starts the memo afresh past MAX_MEMO
+        answers."""
         memo = self._memo
-        try:
-            return memo[key]
-        except KeyError:
-            pass
-        if len(memo) >= MAX_MEMO:
-            memo.clear()
-        value = memo[key] = compute()
+        value = memo.get(key, _MISSING)
+        if value is _MISSING:
+            # Computed outside any exception handler: a refusal raised here
+            # then carries no context, and kept without its traceback it
+            # holds no frame (and no snapshot) alive.
+            if len(memo) >= MAX_MEMO:
+                memo.clear()
+            try:
+                value = compute(*args)
+            except SpeculationRefused as exc:
+                value = exc.with_traceback(None)
+            memo[key] = value
+        if isinstance(value, SpeculationRefused):
+            raise value.again()
         return value
 
-    def blocker_preview(self, drafter) -> str | None:
-        """The engine's blocker as far as the files can tell (see blockers.py).
-        An unreadable index or layout has no preview: the engine's open would
-        fail on it, so the reason is the reader's own error."""
-        try:
-            return self._memo[("preview", drafter)]
-        except KeyError:
-            pass
+    def resolve_drafter(self, requested: SpeculativeDrafter) -> DrafterChoice:
+        """`policy.resolve_drafter` on this install's index, remembered."""
+        return self.memo(("drafter", requested), resolve_drafter, requested, self.index)
 
-        def compute():
-            if self.index_error is not None:
-                return str(self.index_error)
-            if self.layout_error is not None:
-                return str(self.layout_error)
-            from .blockers import architecture_blocker, drafter_blocker
-            reason = self.memo(("architecture",), lambda: architecture_blocker(
-                self.index, self.layout.experts_per_layer))
-            return reason if reason is not None else drafter_blocker(self.index, drafter)
-        return self.memo(("preview", drafter), compute)
+    def blocker_preview(self, drafter: SpeculativeDrafter) -> Blocker | None:
+        """The engine's blocker as far as the files can tell
+        (`blockers.preview_blocker`), remembered. An unreadable index or
+        layout has no preview: the engine's open would fail on it, so the
+        reason is the reader's own error."""
+        return self.memo(("preview", drafter), self._preview, drafter)
+
+    def _preview(self, drafter: SpeculativeDrafter) -> Blocker | None:
+        if self.index_error is not None:
+            return Blocker(REASON_UNREADABLE_INDEX, str(self.index_error))
+        if self.layout_error is not None:
+            return Blocker(REASON_UNREADABLE_LAYOUT, str(self.layout_error))
+        return preview_blocker(self.index, self.layout.experts_per_layer, drafter)
 
 
 _cache: dict[str, InstallSnapshot] = {}
@@ -108,17 +174,15 @@ _cache: dict[str, InstallSnapshot] = {}
 
 def snapshot(model_dir: str) -> InstallSnapshot:
     """The install at `model_dir` as it is now: cached while unchanged."""
-    weights = os.path.join(model_dir, "model_weights.bin")
-    key = (_stat_key(weights), _stat_key(os.path.join(model_dir, LAYOUT_PATH)))
+    key = _keys(model_dir)
     cached = _cache.get(model_dir)
     if cached is not None and cached.trusted and cached.key == key:
         return cached
     started = time.time_ns()
-    # mtime and ctime of whichever files exist (error keys have no times).
-    newest = max((t for part in key if len(part) == 6 for t in part[3:5]), default=0)
-    fresh = InstallSnapshot(model_dir, key, trusted=started - newest > RACY_WINDOW_NS)
+    fresh = InstallSnapshot(model_dir, key,
+                            trusted=started - _newest_time(key) > RACY_WINDOW_NS)
     # A file that changed while it was being read must not be remembered.
-    if (_stat_key(weights), _stat_key(os.path.join(model_dir, LAYOUT_PATH))) != key:
+    if _keys(model_dir) != key:
         fresh.trusted = False
     _cache.pop(model_dir, None)
     while len(_cache) >= MAX_CACHED_INSTALLS:

@@ -18,7 +18,8 @@ import _json
 from .errors import JsonArgumentError
 
 __all__ = ["parse_json_object", "parse_json_value", "parse_json_document",
-           "parse_json_document_members", "dumps", "show_value", "MAX_JSON_DEPTH"]
+           "parse_json_document_members", "dumps", "encode_string", "show_value",
+           "MAX_JSON_DEPTH"]
 
 # A GUI's options object is flat; 64 leaves room for anything a host nests in
 # its open-options while refusing the 100,000-deep input that would otherwise
@@ -222,7 +223,8 @@ def _explain(text: str) -> str:
     return "the value could not be read"  # pragma: no cover
 
 
-_encode_string = _json.encode_basestring_ascii
+# A str as a JSON string, ASCII-escaped: exactly what `dumps` writes for it.
+encode_string = _json.encode_basestring_ascii
 
 
 def _refuse_type(value: object):
@@ -234,7 +236,7 @@ def _refuse_type(value: object):
 # no circular-reference markers (these shapes are trees), NaN refused.
 # Measured on a plan object: 2.8 us against 8.0 us for the recursive Python
 # encoder it replaces, which matters for the 51 plans of a choices table.
-_encode_tree = _json.make_encoder(None, _refuse_type, _encode_string, None, ":", ",",
+_encode_tree = _json.make_encoder(None, _refuse_type, encode_string, None, ":", ",",
                                   False, False, False)
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["LINK_NAME", "HEADER_NAME", "PKG_CONFIG_NAME", "package_dir", "include_dir",
-           "library_name", "library_path", "cflags", "libs", "pkg_config", "header_constants"]
+__all__ = ["LINK_NAME", "HEADER_NAME", "PKG_CONFIG_NAME", "BUILD_PATH_TAG", "package_dir",
+           "include_dir", "library_name", "library_path", "cflags", "libs", "pkg_config",
+           "header_constants"]
 
 # The one source of the library's file names. The prefix of every exported
 # name is the file name, as libsqlite3 goes with sqlite3_: the engine's own
@@ -16,6 +17,10 @@ __all__ = ["LINK_NAME", "HEADER_NAME", "PKG_CONFIG_NAME", "package_dir", "includ
 LINK_NAME = "tsffi"
 HEADER_NAME = f"{LINK_NAME}.h"
 PKG_CONFIG_NAME = LINK_NAME
+# Leads each path of the build machine the library stores (ffi_build.py's
+# TSFFI_BUILD_PATH_TAG), so that a bundle finds and blanks them in its copy
+# (bundle/common.py, blank_build_paths) without knowing what they were.
+BUILD_PATH_TAG = "tsffi-build-path:"
 
 
 def package_dir() -> str:

@@ -29,13 +29,13 @@ what it accepts.
 from __future__ import annotations
 
 from ._value import Value
-from .errors import InvalidArgument
+from .errors import InvalidArgument, JsonArgumentError
 from .jsontext import parse_json_object, show_value as _show
 from .policy import (ALLOWED_SPECULATION_BLOCKS, ALLOWED_SPECULATION_BLOCKS_TEXT,
                      DRAFTER_SPELLINGS, U32_MAX, Speculation, SpeculativeDrafter)
 
-__all__ = ["OPTION_KEYS", "MAX_OPTIONS_BYTES", "ABSENT", "Options", "parse_options",
-           "decode_text", "near_miss"]
+__all__ = ["OPTION_KEYS", "MAX_OPTIONS_BYTES", "ABSENT", "DEFAULT_OPTIONS", "Options",
+           "parse_options", "allowed_block", "decode_text", "near_miss"]
 
 OPTION_KEYS = ("speculation", "speculativeDrafter", "temperature", "engineBlocker")
 # A GUI's open-options object is a few hundred bytes; this refuses a 10 MB
@@ -125,14 +125,18 @@ def near_miss(key: str) -> str | None:
     return best
 
 
-def _block(value: object, n: int) -> Speculation:
+def allowed_block(n: int, value: object = None) -> Speculation:
+    """`Speculation.block(n)` for a block in 1..=15, else InvalidArgument in
+    the grammar's words (`value`: the option value as given, `n` by default)."""
+    if value is None:
+        value = n
     if n in ALLOWED_SPECULATION_BLOCKS:
         return Speculation.block(n)
     why = ("0 proposes nothing" if n == 0 else
            "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows")
     raise InvalidArgument(f"speculation: got {_show(value)}, a block outside the allowed range "
                           f"{ALLOWED_SPECULATION_BLOCKS_TEXT} ({why}); accepts "
-                          f"{_SPECULATION_ACCEPTS}")
+                          f"{_SPECULATION_ACCEPTS}", option="speculation")
 
 
 def _speculation(value: object) -> Speculation:
@@ -140,10 +144,10 @@ def _speculation(value: object) -> Speculation:
         return Speculation.AUTO
     if type(value) is int:
         if 0 <= value <= U32_MAX:
-            return _block(value, value)
+            return allowed_block(value)
         raise InvalidArgument(f"speculation: got {_show(value)}, which is not a block (blocks "
                               f"are {ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts "
-                              f"{_SPECULATION_ACCEPTS}")
+                              f"{_SPECULATION_ACCEPTS}", option="speculation")
     if isinstance(value, str):
         if value.isascii():
             folded = value.lower()
@@ -156,11 +160,13 @@ def _speculation(value: object) -> Speculation:
                 # u32 needs more than 10 once leading zeros are gone.
                 digits = value.lstrip("0") or "0"
                 if len(digits) <= 10 and int(digits) <= U32_MAX:
-                    return _block(value, int(digits))
+                    return allowed_block(int(digits), value)
                 raise InvalidArgument(
                     f"speculation: got {_show(value)}, which is not a block (blocks are "
-                    f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {_SPECULATION_ACCEPTS}")
-    raise InvalidArgument(f"speculation: got {_show(value)}; accepts {_SPECULATION_ACCEPTS}")
+                    f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {_SPECULATION_ACCEPTS}",
+                    option="speculation")
+    raise InvalidArgument(f"speculation: got {_show(value)}; accepts {_SPECULATION_ACCEPTS}",
+                          option="speculation")
 
 
 def _drafter(value: object) -> SpeculativeDrafter:
@@ -168,7 +174,8 @@ def _drafter(value: object) -> SpeculativeDrafter:
         return SpeculativeDrafter.AUTO
     if isinstance(value, str) and value in DRAFTER_SPELLINGS:
         return SpeculativeDrafter(value)
-    raise InvalidArgument(f"speculativeDrafter: got {_show(value)}; accepts {_DRAFTER_ACCEPTS}")
+    raise InvalidArgument(f"speculativeDrafter: got {_show(value)}; accepts {_DRAFTER_ACCEPTS}",
+                          option="speculativeDrafter")
 
 
 _INFINITY = float("inf")
@@ -185,7 +192,8 @@ def _temperature(value: object) -> float | None:
         # NaN fails both comparisons. (No `math` import: 0.4 ms of cold start.)
         if 0 <= number < _INFINITY:
             return number
-    raise InvalidArgument(f"temperature: got {_show(value)}; accepts {_TEMPERATURE_ACCEPTS}")
+    raise InvalidArgument(f"temperature: got {_show(value)}; accepts {_TEMPERATURE_ACCEPTS}",
+                          option="temperature")
 
 
 def _engine_blocker(value: object) -> str | None:
@@ -195,7 +203,8 @@ def _engine_blocker(value: object) -> str | None:
     # as a NUL-terminated string.
     if isinstance(value, str) and value and "\x00" not in value:
         return value
-    raise InvalidArgument(f"engineBlocker: got {_show(value)}; accepts {_BLOCKER_ACCEPTS}")
+    raise InvalidArgument(f"engineBlocker: got {_show(value)}; accepts {_BLOCKER_ACCEPTS}",
+                          option="engineBlocker")
 
 
 _READERS = {"speculation": _speculation, "speculativeDrafter": _drafter,
@@ -204,10 +213,37 @@ _FIELDS = {"speculation": "speculation", "speculativeDrafter": "drafter",
            "temperature": "temperature", "engineBlocker": "engine_blocker"}
 
 
+_parsed: dict = {}
+MAX_PARSED_OPTIONS = 256
+# Only options texts up to this size are remembered (as the C warm path's
+# TSFFI_CACHE_MAX_ARG), so the memo holds at most 256 x 4 KiB of keys.
+MAX_PARSED_OPTIONS_BYTES = 4096
+
+
 def parse_options(raw: bytes | str | None, what: str = "options_json") -> Options:
-    """The typed request in `raw` (UTF-8 JSON text); None or empty = defaults."""
+    """The typed request in `raw` (UTF-8 JSON text); None or empty = defaults.
+
+    Remembered per text (a GUI sends the same few objects over and over; the
+    answer is an immutable value), a refusal too, raised anew each time."""
     if raw is None or len(raw) == 0:
         return DEFAULT_OPTIONS
+    if what != "options_json" or len(raw) > MAX_PARSED_OPTIONS_BYTES:
+        return _parse(raw, what)
+    parsed = _parsed.get(raw)
+    if parsed is None:
+        try:
+            parsed = _parse(raw, what)
+        except (InvalidArgument, JsonArgumentError) as exc:
+            parsed = exc.with_traceback(None)  # its frames need not live on
+        if len(_parsed) >= MAX_PARSED_OPTIONS:
+            _parsed.clear()
+        _parsed[raw] = parsed
+    if isinstance(parsed, Exception):
+        raise parsed.again()
+    return parsed
+
+
+def _parse(raw: bytes | str, what: str) -> Options:
     if len(raw) > MAX_OPTIONS_BYTES:
         raise InvalidArgument(f"{what} is {len(raw)} bytes; accepts at most "
                               f"{MAX_OPTIONS_BYTES} bytes")
@@ -228,6 +264,7 @@ def parse_options(raw: bytes | str | None, what: str = "options_json") -> Option
             continue
         field = _FIELDS[key]
         if field in fields:
-            raise InvalidArgument(f"{key}: given more than once in {what}; accepts one value")
+            raise InvalidArgument(f"{key}: given more than once in {what}; accepts one value",
+                                  option=key)
         fields[field] = reader(value)
     return Options(ignored_keys=tuple(ignored), **fields)

@@ -1,6 +1,8 @@
 """The seed's flow end to end, for a host: resolve the drafter, derive the
-draft policies, take the blocker, resolve speculation. Plus what an install's
-index says, for a GUI that must explain an "unknown".
+draft policies, take the blocker, resolve speculation; the settings pane's
+table of every choice, each a plan; and `request`, the one way every entry
+point -- the C ABI and the command line alike -- turns a model_dir and an
+options text into the install and the options those are computed for.
 """
 
 from __future__ import annotations
@@ -8,58 +10,90 @@ from __future__ import annotations
 import os
 
 from ._value import Value
-from .options import ABSENT, DEFAULT_OPTIONS, Options
-from .policy import (DraftPolicies, DrafterChoice, Speculation, SpeculationPlan,
-                     SpeculativeDrafter, choose_drafter, draft_policies, resolve_speculation)
+from .errors import SpeculationRefused
+from .install import InstallSnapshot, snapshot
+from .model_names import check_model_dir, resolve_model_name
+from .options import ABSENT, DEFAULT_OPTIONS, Options, allowed_block, parse_options
+from .policy import (ALLOWED_SPECULATION_BLOCKS, REASON_DFLASH_OPT_IN, REASON_ENGINE,
+                     REASON_SAMPLED, SAMPLED_BLOCK_DRAFTER_REASON, DraftPolicies,
+                     DrafterChoice, Speculation, SpeculationPlan, SpeculativeDrafter,
+                     draft_policies, resolve_speculation)
 
-__all__ = ["PlanResult", "speculation_plan", "plan_for_snapshot", "choice_for_snapshot",
-           "check_model_dir", "SpeculationChoice", "SpeculationChoices",
-           "choices_for_snapshot"]
+__all__ = ["PlanResult", "Request", "request", "speculation_plan", "decide", "plan_for_snapshot",
+           "SpeculationChoice", "SpeculationChoices", "table_speculations", "TABLE_DRAFTERS",
+           "table", "choices_for_snapshot"]
 
 
 class PlanResult(Value):
     """`model_dir` is the directory the plan read (the model name resolved),
-    None for a plan not made from an install."""
+    None for a plan not made from an install. `reason_code` is the code of
+    the speculation's reason (policy.REASON_* and the codes blockers.py,
+    resident_index.py and expert_layout.py own), None when it has none."""
 
-    __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir")
+    __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir",
+                 "reason_code")
 
     def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
                  speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = (),
-                 model_dir: str | None = None) -> None:
-        self._init(choice=choice, policies=policies, speculation=speculation,
-                   ignored_keys=ignored_keys, model_dir=model_dir)
+                 model_dir: str | None = None, reason_code: str | None = None) -> None:
+        # One by one rather than through Value._init's keywords: half the
+        # cost, 34 times a table (as policy.py's values).
+        setter = object.__setattr__
+        setter(self, "choice", choice)
+        setter(self, "policies", policies)
+        setter(self, "speculation", speculation)
+        setter(self, "ignored_keys", ignored_keys)
+        setter(self, "model_dir", model_dir)
+        setter(self, "reason_code", reason_code)
 
 
-def check_model_dir(model_dir: str | bytes | os.PathLike) -> str:
-    """`model_names.check_model_dir`: the one check of a model_dir argument."""
-    from .model_names import check_model_dir as check
-    return check(model_dir)
+def decide(snap: InstallSnapshot, speculation: Speculation, drafter: SpeculativeDrafter,
+           options: Options) -> tuple[DrafterChoice, DraftPolicies, SpeculationPlan, str | None]:
+    """The seed's flow for the install `snap` under `options` with
+    `speculation` and `drafter` in place of its own: the drafter choice, the
+    draft policies, the speculation plan and its reason's code. Raises
+    SpeculationRefused for a named block that cannot be served. What
+    `plan_for_snapshot` answers, as its parts."""
+    return _decide(_column(snap, drafter, options), speculation, options.deterministic)
 
 
-def choice_for_snapshot(snap, requested: SpeculativeDrafter) -> DrafterChoice:
-    """`policy.resolve_drafter` on an install snapshot (memoised on it)."""
-    try:  # the memo's hit, without building its fallback (51 calls a table)
-        return snap._memo[("choice", requested)]
-    except KeyError:
-        return snap.memo(("choice", requested), lambda: choose_drafter(requested, snap.index))
-
-
-def plan_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> PlanResult:
-    """The whole decision for the install `snap` under `options`."""
-    choice = choice_for_snapshot(snap, options.drafter)
-    policies = draft_policies(choice, options.speculation)
+def _column(snap: InstallSnapshot, drafter: SpeculativeDrafter, options: Options) -> tuple:
+    """The steps of the flow that do not depend on the speculation asked for
+    (a choices table takes them once per drafter, not once per item): the
+    drafter choice, and the blocker resolve_speculation is handed with its
+    code."""
+    choice = snap.resolve_drafter(drafter)
     # The note outranks the engine's reason: that one would say "carries no
     # multi-token-prediction head" -- true, and the wrong thing to tell
     # someone holding a drafter this port can run.
     if choice.note is not None:
-        blocker = choice.note
-    elif options.engine_blocker is not ABSENT:
-        blocker = options.engine_blocker
-    else:
-        blocker = snap.blocker_preview(choice.drafter)
-    plan = resolve_speculation(options.speculation, choice.drafter, blocker,
-                               options.deterministic)
-    return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir)
+        return choice, choice.note, REASON_DFLASH_OPT_IN
+    if options.engine_blocker is not ABSENT:
+        return choice, options.engine_blocker, REASON_ENGINE
+    preview = snap.blocker_preview(choice.drafter)
+    if preview is None:
+        return choice, None, None
+    return choice, preview.message, preview.code
+
+
+def _decide(column: tuple, speculation: Speculation, deterministic: bool) -> tuple:
+    choice, blocker, code = column
+    policies = draft_policies(choice, speculation)
+    plan = resolve_speculation(speculation, choice.drafter, blocker, deterministic)
+    reason = None if plan.enabled else plan.reason
+    # resolve_speculation gives the blocker it was handed as the reason, or
+    # its own sampled reason: told apart by identity, never by the words.
+    if reason is None:
+        code = None
+    elif reason is not blocker:
+        code = REASON_SAMPLED if reason is SAMPLED_BLOCK_DRAFTER_REASON else None
+    return choice, policies, plan, code
+
+
+def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> PlanResult:
+    """The whole decision for the install `snap` under `options`."""
+    choice, policies, plan, code = decide(snap, options.speculation, options.drafter, options)
+    return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code)
 
 
 class SpeculationChoice(Value):
@@ -71,8 +105,12 @@ class SpeculationChoice(Value):
 
     def __init__(self, speculation: Speculation, drafter: SpeculativeDrafter,
                  plan: PlanResult | None, refusal: str | None, selected: bool) -> None:
-        self._init(speculation=speculation, drafter=drafter, plan=plan, refusal=refusal,
-                   selected=selected)
+        setter = object.__setattr__  # as PlanResult's: 51 times a table
+        setter(self, "speculation", speculation)
+        setter(self, "drafter", drafter)
+        setter(self, "plan", plan)
+        setter(self, "refusal", refusal)
+        setter(self, "selected", selected)
 
 
 class SpeculationChoices(Value):
@@ -90,96 +128,153 @@ class SpeculationChoices(Value):
                    ignored_keys=ignored_keys)
 
 
-_TABLE_SPECULATIONS: tuple[Speculation, ...] | None = None
+# The table's columns, in the order a settings pane lists them; its rows are
+# `table_speculations()`.
+TABLE_DRAFTERS = (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)
+_speculations: tuple[Speculation, ...] = ()
 
 
-def _choice_item(speculation: Speculation, drafter: SpeculativeDrafter, plan: PlanResult | None,
-                 refusal: str | None, selected: bool) -> SpeculationChoice:
-    """`SpeculationChoice(...)` without the keyword packing of `_init`: 51
-    a table."""
-    item = object.__new__(SpeculationChoice)
-    setter = object.__setattr__
-    setter(item, "speculation", speculation)
-    setter(item, "drafter", drafter)
-    setter(item, "plan", plan)
-    setter(item, "refusal", refusal)
-    setter(item, "selected", selected)
-    return item
+def table_speculations() -> tuple[Speculation, ...]:
+    """The table's rows: speculation "auto", "off", then each block 1..15.
+    Made by the first table rather than at import: a plan needs none of
+    them, and every import is the library's start-up."""
+    global _speculations
+    if not _speculations:
+        _speculations = (Speculation.AUTO, Speculation.OFF,
+                         *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
+    return _speculations
 
 
-def choices_for_snapshot(snap, options: Options = DEFAULT_OPTIONS) -> SpeculationChoices:
-    """`plan_for_snapshot` for every item of the two pickers: speculation
-    "auto", "off", 1..15 (outer) by drafter "auto", "mtp", "dflash" (inner),
-    the other options held as given. Each item IS that call's answer, so the
-    table cannot disagree with a plan. `selected` marks the item equal to
-    `options`' own speculation and drafter; a block outside 1..15 there is
-    refused, since no item could be selected."""
-    from .errors import SpeculationRefused
-    from .policy import ALLOWED_SPECULATION_BLOCKS
-
-    if options.speculation.kind == "block" and \
-            options.speculation.n not in ALLOWED_SPECULATION_BLOCKS:
+def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> list[tuple]:
+    """Every item of the two pickers, in order -- speculation "auto", "off",
+    1..15 (outer) by drafter "auto", "mtp", "dflash" (inner), the other
+    options held as given -- as `(speculation, drafter, parts, refusal,
+    selected)`: `parts` what `decide` answers for the pair (None when it
+    refused, `refusal` then its message), `selected` whether the pair is
+    `options`' own. Each item IS the plan call's answer, so the table cannot
+    disagree with a plan. A block outside 1..15 in `options` is refused,
+    since no item could be selected."""
+    if options.speculation.kind == "block":
         # Options built in Python, not parsed: refused in the parser's words.
-        from .options import _block
-        _block(options.speculation.n, options.speculation.n)
-    global _TABLE_SPECULATIONS
-    speculations = _TABLE_SPECULATIONS
-    if speculations is None:  # made on the first table, not at import (cold start)
-        speculations = _TABLE_SPECULATIONS = (
-            Speculation.AUTO, Speculation.OFF, *map(Speculation.block, ALLOWED_SPECULATION_BLOCKS))
-    drafters = (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)
+        allowed_block(options.speculation.n)
     picked_speculation, picked_drafter = options.speculation, options.drafter
-    # Each item's options: the host's, every field copied (whatever fields
-    # Options grows), with the item's two set. Copied field by field rather
-    # than through __init__: half the cost, 51 times a table.
-    names, values, setter = Options._field_names, options._fields(), object.__setattr__
-    # plan_for_snapshot reads the requested drafter only through its first
-    # step, choice_for_snapshot: a drafter whose choice equals an earlier
+    # decide reads the requested drafter only through its first step, the
+    # snapshot's resolve_drafter: a drafter whose choice equals an earlier
     # column's (auto resolving to mtp without a note, on most installs) gets
-    # that column's answers, a third of the table's decisions. Every item is
-    # still checked against the plan call itself (tests/test_choices.py).
-    resolved = [choice_for_snapshot(snap, drafter) for drafter in drafters]
-    same_as = [next((j for j in range(i) if resolved[j] == resolved[i]), None)
-               for i in range(len(drafters))]
-    entries = []
-    for speculation in speculations:
+    # that column's answers -- the very same parts -- a third of the table's
+    # decisions. Every item is still checked against the plan call itself
+    # (tests/test_choices.py).
+    columns = [_column(snap, drafter, options) for drafter in TABLE_DRAFTERS]
+    same_as = [next(j for j in range(i + 1) if columns[j][0] == columns[i][0])
+               for i in range(len(TABLE_DRAFTERS))]
+    deterministic = options.deterministic
+    items: list[tuple] = []
+    for speculation in table_speculations():
         picked = speculation == picked_speculation
-        row = len(entries)
-        for column, drafter in enumerate(drafters):
+        row = len(items)
+        for column, drafter in enumerate(TABLE_DRAFTERS):
             earlier = same_as[column]
-            if earlier is not None:
-                twin = entries[row + earlier]
-                entries.append(_choice_item(speculation, drafter, twin.plan, twin.refusal,
-                                            picked and drafter is picked_drafter))
-                continue
-            item_options = object.__new__(Options)
-            for name, value in zip(names, values):
-                setter(item_options, name, value)
-            setter(item_options, "speculation", speculation)
-            setter(item_options, "drafter", drafter)
-            try:
-                plan = plan_for_snapshot(snap, item_options)
-                refusal = None
-            except SpeculationRefused as exc:
-                plan, refusal = None, str(exc)
-            entries.append(_choice_item(speculation, drafter, plan, refusal,
-                                        picked and drafter is picked_drafter))
+            if earlier != column:
+                parts, refusal = items[row + earlier][2:4]
+            else:
+                try:
+                    parts, refusal = _decide(columns[column], speculation, deterministic), None
+                except SpeculationRefused as exc:
+                    parts, refusal = None, str(exc)
+            items.append((speculation, drafter, parts, refusal,
+                          picked and drafter is picked_drafter))
+    return items
+
+
+def choices_for_snapshot(snap: InstallSnapshot,
+                         options: Options = DEFAULT_OPTIONS) -> SpeculationChoices:
+    """`table` as values: each item's plan is the `PlanResult` the plan call
+    answers (items that share their parts share it)."""
+    results: dict[int, PlanResult] = {}
+    entries = []
+    for speculation, drafter, parts, refusal, selected in table(snap, options):
+        result = None
+        if parts is not None:
+            result = results.get(id(parts))
+            if result is None:
+                choice, policies, plan, code = parts
+                result = results[id(parts)] = PlanResult(choice, policies, plan,
+                                                         options.ignored_keys, snap.model_dir,
+                                                         code)
+        entries.append(SpeculationChoice(speculation, drafter, result, refusal, selected))
     # The install's flags as the drafter choice reads them: the same
-    # three-state answer every plan above carries.
-    choice = choice_for_snapshot(snap, SpeculativeDrafter.AUTO)
+    # three-state answer every plan carries.
+    choice = snap.resolve_drafter(SpeculativeDrafter.AUTO)
     return SpeculationChoices(snap.model_dir, choice.install_has_mtp_head,
                               choice.install_has_dflash, tuple(entries), options.ignored_keys)
 
 
+class Request:
+    """One call's arguments as every entry point takes them: `model_dir`
+    checked (`name`, as given), `options` parsed, the name resolved and the
+    install it names read (`snapshot`). Its answers are remembered on the
+    snapshot, so they live and die with it."""
+
+    __slots__ = ("name", "options", "snapshot")
+
+    def __init__(self, name: str, options: Options, snap: InstallSnapshot) -> None:
+        self.name = name
+        self.options = options
+        self.snapshot = snap
+
+    @property
+    def model_dir(self) -> str:
+        """The directory read: the name resolved."""
+        return self.snapshot.model_dir
+
+    @property
+    def names_the_directory(self) -> bool:
+        """Whether the name IS the directory read -- an absolute path that
+        was an existing directory, which the resolution answers without the
+        environment or the working directory -- so that an answer about it
+        may be remembered by the name alone (tsffi_embed.c's warm path checks
+        the same at every lookup and store)."""
+        return self.snapshot.model_dir == self.name
+
+    def memo(self, what: str, compute, *args):
+        """`compute(*args)`, remembered on the snapshot as this request's
+        `what` (a refusal too, raised anew)."""
+        return self.snapshot.memo((what, self.options), compute, *args)
+
+    def resolve_drafter(self) -> DrafterChoice:
+        return self.snapshot.resolve_drafter(self.options.drafter)
+
+    def plan(self) -> PlanResult:
+        """`plan_for_snapshot` for this request (raises SpeculationRefused)."""
+        return self.memo("plan", plan_for_snapshot, self.snapshot, self.options)
+
+    def choices(self) -> SpeculationChoices:
+        """`choices_for_snapshot` for this request."""
+        return self.memo("choices", choices_for_snapshot, self.snapshot, self.options)
+
+
+def request(model_dir: str | bytes | os.PathLike,
+            options: Options | str | bytes | None = None) -> Request:
+    """The one order of every entry point: `model_dir` checked
+    (model_names.check_model_dir), then the options parsed -- so a bad option
+    is refused before any install is read, whatever the install or the
+    blocker -- then the name resolved as the engine resolves it and the
+    install read (a snapshot, cached while its files are unchanged).
+    `options`: an `Options`, or the options JSON a host passes (None or
+    empty: the defaults)."""
+    name = check_model_dir(model_dir)
+    if not isinstance(options, Options):
+        options = parse_options(options)
+    return Request(name, options, snapshot(resolve_model_name(name)))
+
+
 def speculation_plan(model_dir: str | bytes | os.PathLike,
-                     options: Options = DEFAULT_OPTIONS) -> PlanResult:
+                     options: Options | str | bytes | None = DEFAULT_OPTIONS) -> PlanResult:
     """The whole decision for `model_dir` (a directory or an installed alias,
     resolved as the engine resolves it: model_names.py) under `options`.
 
     Raises `SpeculationRefused` (the seed's Err) for a named block that cannot
     be served, `InvalidArgument` for an empty, non-UTF-8 or NUL-holding
-    model_dir.
+    model_dir or an invalid option.
     """
-    from .install import snapshot
-    from .model_names import resolve_model_dir
-    return plan_for_snapshot(snapshot(resolve_model_dir(model_dir)), options)
+    return request(model_dir, options).plan()

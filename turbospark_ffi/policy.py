@@ -4,17 +4,21 @@ each of them lives.
 
 Which drafter an install carries, whether this run may use it, and the
 `DraftPolicies` to open with. The seed's comments are the specification; the
-ones kept here are the ones a maintainer of this module needs at hand. Pure
-apart from `resolve_drafter`, which reads a resident index, exactly as the
-seed's does.
+ones kept here are the ones a maintainer of this module needs at hand. Pure:
+the seed's `resolve_drafter` reads the resident index first, and here that
+read is the install snapshot's (install.py), made once for every decision
+about the install; this module decides from what it read.
 """
 
 from __future__ import annotations
 
-import os
-
 from ._value import Value
 from .errors import SpeculationRefused
+
+# The fields of the values a plan builds are set one by one rather than
+# through Value._init's keywords: half the cost, and a choices table builds
+# a hundred of them (profiled).
+_set = object.__setattr__
 
 __all__ = [
     "DEFAULT_SPECULATION_BLOCK",
@@ -24,6 +28,10 @@ __all__ = [
     "U32_MAX",
     "DFLASH_AUTO_NOTE",
     "SAMPLED_BLOCK_DRAFTER_REASON",
+    "REFUSAL_PREFIX",
+    "REASON_DFLASH_OPT_IN",
+    "REASON_SAMPLED",
+    "REASON_ENGINE",
     "Speculation",
     "SpeculativeDrafter",
     "DrafterChoice",
@@ -35,7 +43,6 @@ __all__ = [
     "DflashDraftPolicy",
     "DraftPolicies",
     "resolve_drafter",
-    "choose_drafter",
     "draft_policies",
     "resolve_speculation",
 ]
@@ -74,7 +81,18 @@ SAMPLED_BLOCK_DRAFTER_REASON = (
     "temperature 0"
 )
 
-_REFUSAL_PREFIX = "--speculative was asked for but cannot be served: "
+# How every refusal of a named block begins; the rest is what stood in the way
+# (SpeculationRefused.reason).
+REFUSAL_PREFIX = "--speculative was asked for but cannot be served: "
+
+# Codes of the reasons a plan can be disabled for that come from this module
+# (the note, the sampled case) or pass through it (the engine's own reason).
+# A front end labels a reason by its code (PlanResult.reason_code), never by
+# its words; blockers.py, resident_index.py and expert_layout.py own the
+# codes of the reasons they word.
+REASON_DFLASH_OPT_IN = "dflash-opt-in"
+REASON_SAMPLED = "sampled"
+REASON_ENGINE = "engine"
 
 
 class SpeculativeDrafter(Value):
@@ -99,7 +117,7 @@ class SpeculativeDrafter(Value):
     @classmethod
     def _make(cls, value: str) -> SpeculativeDrafter:
         obj = object.__new__(cls)
-        obj._init(value=value)
+        object.__setattr__(obj, "value", value)
         cls._by_value[value] = obj
         return obj
 
@@ -178,8 +196,10 @@ class DrafterChoice(Value):
                 raise TypeError(f"{name} must be True, False or None, got {flag!r}")
         if note is not None and not isinstance(note, str):
             raise TypeError(f"note must be a str or None, got {note!r}")
-        self._init(drafter=drafter, install_has_mtp_head=install_has_mtp_head,
-                   install_has_dflash=install_has_dflash, note=note)
+        _set(self, "drafter", drafter)
+        _set(self, "install_has_mtp_head", install_has_mtp_head)
+        _set(self, "install_has_dflash", install_has_dflash)
+        _set(self, "note", note)
 
 
 class SpeculationPlan(Value):
@@ -195,7 +215,7 @@ class SpeculationEnabled(SpeculationPlan):
     enabled = True
 
     def __init__(self, block: int) -> None:
-        self._init(block=block)
+        _set(self, "block", block)
 
 
 class SpeculationDisabled(SpeculationPlan):
@@ -206,10 +226,11 @@ class SpeculationDisabled(SpeculationPlan):
     enabled = False
 
     def __init__(self, reason: str | None = None) -> None:
-        self._init(reason=reason)
+        _set(self, "reason", reason)
 
 
-# The answers that carry no text, made once (immutable values).
+# The answers that carry no text, as constants (immutable values, made once
+# at import like the draft policies' OFF and AUTO below).
 _ENABLED = {n: SpeculationEnabled(n) for n in ALLOWED_SPECULATION_BLOCKS}
 _DISABLED_AS_ASKED = SpeculationDisabled(None)
 
@@ -234,28 +255,17 @@ class _DraftPolicy(Value):
                 raise ValueError(f"draft policy {mode!r} takes no block, got {block!r}")
         else:
             raise ValueError(f"invalid draft mode {mode!r} (accepts 'off', 'auto', 'fixed')")
-        self._init(mode=mode, block=block)
+        _set(self, "mode", mode)
+        _set(self, "block", block)
 
     @classmethod
     def fixed(cls, n: int):
-        # Values are immutable, so the servable blocks' policies are made
-        # once: a choices table asks for each of them (the same for the
-        # speculation values below).
-        key = (cls, n)
-        policy = _FIXED_POLICIES.get(key)
-        if policy is None:
-            policy = cls(DraftMode.FIXED, n)
-            if n in ALLOWED_SPECULATION_BLOCKS:
-                _FIXED_POLICIES[key] = policy
-        return policy
+        return cls(DraftMode.FIXED, n)
 
     def __repr__(self) -> str:
         name = type(self).__name__
         return f"{name}.fixed({self.block})" if self.mode == DraftMode.FIXED \
             else f"{name}.{self.mode.upper()}"
-
-
-_FIXED_POLICIES: dict = {}
 
 
 class MtpDraftPolicy(_DraftPolicy):
@@ -283,58 +293,40 @@ class DraftPolicies(Value):
         if type(mtp) is not MtpDraftPolicy or type(dflash) is not DflashDraftPolicy:
             raise TypeError("DraftPolicies takes an MtpDraftPolicy and a DflashDraftPolicy, "
                             f"got {mtp!r} and {dflash!r}")
-        self._init(mtp=mtp, dflash=dflash)
+        _set(self, "mtp", mtp)
+        _set(self, "dflash", dflash)
 
     @classmethod
     def mtp_only(cls, policy: MtpDraftPolicy) -> DraftPolicies:
         """The engine's `DraftPolicies::mtp(p)`: `{mtp: p, dflash: Off}`."""
-        return cls.of(policy, DflashDraftPolicy.OFF)
-
-    @classmethod
-    def of(cls, mtp: MtpDraftPolicy, dflash: DflashDraftPolicy) -> DraftPolicies:
-        """`DraftPolicies(mtp, dflash)`, made once per pair of servable
-        policies."""
-        key = (mtp.mode, mtp.block, dflash.mode, dflash.block)
-        policies = _POLICY_PAIRS.get(key)
-        if policies is None:
-            policies = cls(mtp, dflash)
-            if len(_POLICY_PAIRS) < 256:
-                _POLICY_PAIRS[key] = policies
-        return policies
+        return cls(policy, DflashDraftPolicy.OFF)
 
 
-_POLICY_PAIRS: dict = {}
+# Every pair draft_policies answers a servable request with, as constants made
+# once at import (immutable values, like OFF and AUTO): keyed by the policy of
+# the drafter that owns the request -- "off", "auto", or its fixed block. A
+# choices table asks for each of them; building them per call was a tenth of
+# a first table (profiled).
+_OWNED_BY_MTP = {key: DraftPolicies(policy, DflashDraftPolicy.OFF) for key, policy in (
+    ("off", MtpDraftPolicy.OFF), ("auto", MtpDraftPolicy.AUTO),
+    *((n, MtpDraftPolicy.fixed(n)) for n in ALLOWED_SPECULATION_BLOCKS))}
+_OWNED_BY_DFLASH = {key: DraftPolicies(MtpDraftPolicy.OFF, policy) for key, policy in (
+    ("off", DflashDraftPolicy.OFF), ("auto", DflashDraftPolicy.AUTO),
+    *((n, DflashDraftPolicy.fixed(n)) for n in ALLOWED_SPECULATION_BLOCKS))}
 
 
-def resolve_drafter(requested: SpeculativeDrafter,
-                    model_dir: str | bytes | os.PathLike) -> DrafterChoice:
+def resolve_drafter(requested: SpeculativeDrafter, index) -> DrafterChoice:
     """Which drafter an install actually carries, for `SpeculativeDrafter.AUTO`.
 
-    `model_dir` is a directory or an installed alias, resolved as the engine
-    resolves it (model_names.py), after the same argument check every entry
-    point makes.
-
-    Reads the resident INDEX of `model_dir/model_weights.bin` -- kilobytes,
-    not the weights -- whatever the request (an explicit ask still needs the
+    `index` is the install's resident index as read (a `ResidentIndex`), or
+    None when it could not be read -- the seed's
+    `load_resident_index(...).ok()`. The seed reads it inside this function;
+    here the install snapshot reads it (install.py), once for every decision
+    about the install, whatever the request (an explicit ask still needs the
     presence flags, for `draft_policies`). An unreadable index is not an
     error here: this function picks a drafter, and `open` is entitled to be
     the one that refuses a broken install.
     """
-    from .errors import ResidentIndexError
-    from .model_names import resolve_model_dir
-    from .resident_index import load_resident_index
-
-    model_dir = resolve_model_dir(model_dir)
-    try:
-        index = load_resident_index(os.path.join(model_dir, "model_weights.bin"))
-    except ResidentIndexError:
-        index = None
-    return choose_drafter(requested, index)
-
-
-def choose_drafter(requested: SpeculativeDrafter, index) -> DrafterChoice:
-    """The body of `resolve_drafter` once the index has been read: `index` is a
-    `ResidentIndex`, or None for an unreadable one (the seed's `.ok()`)."""
     from .resident_index import install_has_dflash, install_has_mtp_head
 
     has_mtp = None if index is None else install_has_mtp_head(index)
@@ -376,28 +368,32 @@ def draft_policies(choice: DrafterChoice, speculation: Speculation) -> DraftPoli
     """
     kind = speculation.kind
     if choice.drafter is SpeculativeDrafter.MTP:
-        if kind == "off":
-            mtp = MtpDraftPolicy.OFF
-        elif choice.note is not None:
-            mtp = MtpDraftPolicy.OFF
+        if kind == "off" or choice.note is not None:
+            key = "off"
         elif kind == "auto":
-            mtp = MtpDraftPolicy.AUTO
+            key = "auto"
         elif choice.install_has_mtp_head is False:
-            mtp = MtpDraftPolicy.OFF
+            key = "off"
         else:
-            mtp = MtpDraftPolicy.fixed(speculation.n)
-        return DraftPolicies.mtp_only(mtp)
+            key = speculation.n
+        policies = _OWNED_BY_MTP.get(key)
+        # A block outside 1..15 (a Python caller's Speculation.block(16)):
+        # not servable, so not among the constants.
+        return policies if policies is not None else \
+            DraftPolicies.mtp_only(MtpDraftPolicy.fixed(key))
     # AUTO is resolved by resolve_drafter before this is called and cannot
     # reach here; it shares the DFlash2 arm if it ever does.
     if kind == "off":
-        dflash = DflashDraftPolicy.OFF
+        key = "off"
     elif kind == "auto":
-        dflash = DflashDraftPolicy.AUTO
+        key = "auto"
     elif choice.install_has_dflash is False:
-        dflash = DflashDraftPolicy.OFF
+        key = "off"
     else:
-        dflash = DflashDraftPolicy.fixed(speculation.n)
-    return DraftPolicies.of(MtpDraftPolicy.OFF, dflash)
+        key = speculation.n
+    policies = _OWNED_BY_DFLASH.get(key)
+    return policies if policies is not None else \
+        DraftPolicies(MtpDraftPolicy.OFF, DflashDraftPolicy.fixed(key))
 
 
 def resolve_speculation(requested: Speculation, drafter: SpeculativeDrafter,
@@ -431,11 +427,11 @@ def resolve_speculation(requested: Speculation, drafter: SpeculativeDrafter,
         if unavailable is not None:
             return SpeculationDisabled(unavailable)
         return _ENABLED[auto_block]
-    if unavailable is not None:
-        raise SpeculationRefused(_REFUSAL_PREFIX + unavailable)
-    n = requested.n
-    if n not in ALLOWED_SPECULATION_BLOCKS:
-        raise SpeculationRefused(
-            f"{_REFUSAL_PREFIX}block {n} is outside allowed range "
-            f"{ALLOWED_SPECULATION_BLOCKS_TEXT}")
-    return _ENABLED[n]
+    if unavailable is None:
+        n = requested.n
+        if n in ALLOWED_SPECULATION_BLOCKS:
+            return _ENABLED[n]
+        unavailable = f"block {n} is outside allowed range {ALLOWED_SPECULATION_BLOCKS_TEXT}"
+    refused = SpeculationRefused(REFUSAL_PREFIX + unavailable)
+    refused.reason = unavailable
+    raise refused

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import sys
-from itertools import compress
 
 from ._value import Value
 from .errors import ResidentIndexError
@@ -40,10 +39,14 @@ __all__ = [
     "DFLASH_PRESENCE_TENSOR",
     "MTP_HEAD_TENSORS",
     "DFLASH_TENSORS",
+    "TRUNK_LAYER_PREFIX",
+    "SELF_ATTN",
+    "REASON_UNREADABLE_INDEX",
     "IndexEntry",
     "ResidentIndex",
     "load_resident_index",
     "use_native_scan",
+    "native_scan",
     "install_has_mtp_head",
     "install_has_dflash",
 ]
@@ -55,6 +58,16 @@ _U64_MAX = (1 << 64) - 1
 # docs/ENGINE.md section 2: only the first tensor of each drafter is the presence test.
 MTP_PRESENCE_TENSOR = "mtp.fc.weight"
 DFLASH_PRESENCE_TENSOR = "dflash.fc.weight"
+
+# Trunk layer N's tensors are named "<TRUNK_LAYER_PREFIX>N.<...>"; those of a
+# full-attention layer are under SELF_ATTN (blockers.py says why that is the
+# evidence). `ResidentIndex.first_self_attn_layer` answers from the names.
+TRUNK_LAYER_PREFIX = b"language_model.model.layers."
+SELF_ATTN = b".self_attn."
+
+# The code of the blocker an unreadable index previews as (its message is this
+# module's error): see policy.REASON_*.
+REASON_UNREADABLE_INDEX = "unreadable-index"
 
 # What a complete drafter holds (for install info: "present but partial").
 _MTP_LAYER = (
@@ -125,11 +138,16 @@ class ResidentIndex:
     of a 100,000-entry index's names for each is cheaper than building a
     100,000-key dict), and as
     `_slot_by_name`, built on the first call that needs many lookups.
+
+    The C pass also hands over what it found while it had every name in hand
+    (`facts`: the presence tensors' slots, the first self-attention layer);
+    an index the Python passes read answers the same questions from its
+    names when first asked.
     """
 
     __slots__ = ("path", "index_size", "resident_size", "entry_count", "file_size",
                  "_region", "_slot_by_name", "_joined", "_searches_left", "_searched",
-                 "bytes_read")
+                 "_first_layer", "bytes_read")
 
     # Lookups served by searching `_joined` before the dict is built: enough
     # for a plan (two presence tests, the probe's dtype), not for install
@@ -138,7 +156,8 @@ class ResidentIndex:
 
     def __init__(self, path: str, index_size: int, resident_size: int, entry_count: int,
                  file_size: int, region: bytes, slot_by_name: dict[bytes, int] | None,
-                 bytes_read: int, joined: bytes | None = None) -> None:
+                 bytes_read: int, joined: bytes | None = None,
+                 facts: tuple[int | None, dict[bytes, int | None]] | None = None) -> None:
         self.path = path
         self.index_size = index_size
         self.resident_size = resident_size
@@ -155,6 +174,10 @@ class ResidentIndex:
         # repeats would exhaust the searches and build the dict (~150 us at
         # 866 entries, measured).
         self._searched: dict[bytes, int | None] = {}
+        self._first_layer: int | None | _Unknown = _UNKNOWN
+        if facts is not None:
+            self._first_layer, found = facts
+            self._searched.update(found)
         self.bytes_read = bytes_read
 
     def _slots(self) -> dict[bytes, int]:
@@ -234,6 +257,15 @@ class ResidentIndex:
             at = blob.find(fragment, end + 1)
         return found
 
+    def first_self_attn_layer(self) -> int | None:
+        """The smallest N of a trunk tensor named "<TRUNK_LAYER_PREFIX>N<SELF_ATTN>..."
+        (N: the text between the prefix and the first SELF_ATTN, ASCII digits),
+        or None when the index has none."""
+        layer = self._first_layer
+        if layer is _UNKNOWN:
+            layer = self._first_layer = _first_layer_of(self.names_containing(SELF_ATTN))
+        return layer
+
     def entry(self, name: str) -> IndexEntry | None:
         """The entry named `name`, or None when the index has none."""
         slot = self._slot(name.encode("utf-8", "surrogatepass"))
@@ -247,6 +279,28 @@ class ResidentIndex:
         if slot is None:
             return None
         return self._region[HEADER_SIZE + slot * ENTRY_SIZE + 6]
+
+
+class _Unknown:
+    __slots__ = ()
+
+
+_UNKNOWN = _Unknown()  # a fact not yet worked out (None is an answer: "there is none")
+
+
+def _first_layer_of(names: list[bytes]) -> int | None:
+    """The reference rule of `ResidentIndex.first_self_attn_layer` over the
+    names that contain SELF_ATTN (tsffi_index_scan.c applies it to every
+    name in its pass)."""
+    best = None
+    for name in names:
+        if name.startswith(TRUNK_LAYER_PREFIX):
+            number = name[len(TRUNK_LAYER_PREFIX):name.find(SELF_ATTN)]
+            if number.isdigit() and number.isascii():
+                layer = int(number)
+                if best is None or layer < best:
+                    best = layer
+    return best
 
 
 def install_has_mtp_head(index: ResidentIndex) -> bool:
@@ -332,8 +386,10 @@ def load_resident_index(path: str | os.PathLike) -> ResidentIndex:
         os.close(fd)
 
 
-def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
-    header = _pread_full(fd, HEADER_SIZE, 0)
+def _checked_header(header: bytes, file_size: int) -> tuple[int, int, int, int]:
+    """Checks 1-5 on the header: (indexSize, residentSize, entryCount, the
+    end of the resident region). Check 5 is also what bounds every read
+    after it by the file's real length."""
     # Check 1.
     if len(header) < HEADER_SIZE:
         raise ResidentIndexError(
@@ -374,6 +430,14 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
         raise ResidentIndexError(
             f"{_CORRUPT}indexSize {index_size} + residentSize {resident_size} = {resident_end} "
             f"exceeds the file's {file_size} bytes", check="resident_end_past_file")
+    return index_size, resident_size, entry_count, resident_end
+
+
+def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
+    header = _pread_full(fd, HEADER_SIZE, 0)
+    index_size, resident_size, entry_count, resident_end = _checked_header(header, file_size)
+    table_bytes = entry_count * ENTRY_SIZE
+    table_end = HEADER_SIZE + table_bytes
 
     # Check 6, first half: the entry table.
     table = _pread_full(fd, table_bytes, HEADER_SIZE)
@@ -400,11 +464,16 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
                 check="short_read")
     head = header + table
     if native is not None:
-        joined = native[1](head, tail, entry_count, index_size, resident_end)
-        if joined is not None:
+        scanned = native[1](head, tail, entry_count, index_size, resident_end, _QUERIES,
+                            len(_QUERIED_NAMES))
+        if scanned is not None:
+            joined, first_layer, slots = scanned
+            facts = (None if first_layer < 0 else first_layer,
+                     {name: None if slot < 0 else slot
+                      for name, slot in zip(_QUERIED_NAMES, slots)})
             # The names live in `joined`; entries are decoded from `head`.
             return ResidentIndex(path, index_size, resident_size, entry_count, file_size,
-                                 head, None, len(head) + len(tail), joined)
+                                 head, None, len(head) + len(tail), joined, facts)
         name_offsets, name_ends = _name_ranges(table, entry_count)
     region = head + tail
     slot_by_name = _validated_names(region, table, entry_count, index_size, resident_end,
@@ -415,11 +484,17 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
 
 # The loaded library's C pass (tsffi_index_scan.c), as two plain callables
 # handed down by _abi.bind: `names_end(table, count, index_size, table_end)`,
-# where the names end, and `scan(head, tail, count, index_size, resident_end)`,
-# the names "\n"-joined with a leading "\n" when check 7 passes, else None
-# (the Python passes decide and word the failure). None: the Python passes
-# alone.
+# where the names end, and `scan(head, tail, count, index_size, resident_end,
+# queries, names_asked)`, when check 7 passes (else None: the Python passes
+# decide and word the failure) a tuple of the names "\n"-joined with a leading
+# "\n", the first self-attention layer (-1: none) and the slot of each name
+# asked (-1: absent). None: the Python passes alone.
 _native = None
+
+# The questions the C pass answers in passing (its `queries` text): the
+# self-attention layer's two parts, then the names whose slot a plan asks for.
+_QUERIED_NAMES = (MTP_PRESENCE_TENSOR.encode(), DFLASH_PRESENCE_TENSOR.encode())
+_QUERIES = b"".join(part + b"\n" for part in (TRUNK_LAYER_PREFIX, SELF_ATTN, *_QUERIED_NAMES))
 
 
 def use_native_scan(names_end, scan) -> None:
@@ -431,6 +506,11 @@ def use_native_scan(names_end, scan) -> None:
     every non-ASCII name, back to the Python passes (tests compare them)."""
     global _native
     _native = None if scan is None else (names_end, scan)
+
+
+def native_scan() -> tuple | None:
+    """The C pass in use, as `use_native_scan` was given it (None: Python)."""
+    return _native
 
 
 def _name_ranges(table: bytes, count: int) -> tuple[list[int], list[int]]:
@@ -487,6 +567,9 @@ def _all_ranges_valid(table: bytes, index_size: int, resident_end: int,
         offsets = u64[off_field::_U64_PER_ENTRY].tolist()
         # A plane of size 0 is accepted wherever it claims to be.
         if min(sizes) == 0:
+            # Imported here: only the Python passes need it, and the library's
+            # first call runs the C pass (itertools: 0.1 ms of a cold start).
+            from itertools import compress
             offsets = list(compress(offsets, sizes))
             if not offsets:
                 continue

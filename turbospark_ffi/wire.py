@@ -3,9 +3,17 @@ is built here from the package's values (the decisions, the plan, the
 choices table, install info, build info), and a drafter choice a host hands
 back is read here. Above the policy: it knows every value, and nothing
 below it knows a shape. The text itself is jsontext's.
+
+The `*_json(request)` functions are the answers of the functions that take a
+model, as the bytes the C ABI returns, remembered on the install snapshot:
+_abi.py returns them to C and `turbospark-ffi ... --json` prints them, so the
+two cannot differ.
 """
 
 from __future__ import annotations
+
+from .jsontext import encode_string, parse_json_document
+from .policy import SpeculativeDrafter
 
 # For the annotations only (never imported at run time: `typing` would cost
 # start-up, and a module-level import of options would run on every call).
@@ -13,79 +21,138 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
 
+    from .install import InstallSnapshot
     from .options import Options
+    from .plan import PlanResult, Request
+    from .policy import DraftPolicies, DrafterChoice, SpeculationPlan
 
-__all__ = ["choice_to_dict", "resolved_choice_to_dict", "policies_to_dict", "speculation_to_dict", "plan_to_dict",
-           "choices_to_dict", "STATUS_OK", "STATUS_REFUSED", "choice_from_json",
-           "install_info_to_dict", "build_info_to_dict"]
-
-
-def choice_to_dict(choice) -> dict:
-    return {"drafter": choice.drafter.value,
-            "installHasMtpHead": choice.install_has_mtp_head,
-            "installHasDflash": choice.install_has_dflash,
-            "note": choice.note}
+__all__ = ["choice_text", "policies_text", "speculation_text", "plan_text", "choices_text",
+           "plan_to_dict", "policies_to_dict", "choice_from_json",
+           "install_info_to_dict", "build_info_to_dict", "drafter_json", "plan_json",
+           "choices_json", "install_info_json", "speculation_choices", "install_info"]
 
 
-def resolved_choice_to_dict(choice, model_dir: str) -> dict:
-    """What `tsffi_resolve_drafter` returns: the choice and the directory read
-    (a plan nests the choice without it: the plan names it once)."""
-    return {**choice_to_dict(choice), "modelDir": model_dir}
+# Every shape a decision takes is written as text from a template, and is
+# defined only there: its dict (for the Python API) is that text parsed. A
+# choices table holds 51 plans; encoding them as 51 nested dicts, key by key,
+# cost more than all of the table's decisions (profiled), and a template
+# filled with the few distinct parts' texts costs a fraction of it.
+_CHOICE = '{"drafter":%s,"installHasMtpHead":%s,"installHasDflash":%s,"note":%s}'
+# What tsffi_resolve_drafter returns: the choice and the directory read (a
+# plan nests the choice without it: the plan names it once).
+_RESOLVED_CHOICE = _CHOICE[:-1] + ',"modelDir":%s}'
+_POLICY = '{"mode":%s,"block":%s}'
+_POLICIES = '{"mtp":%s,"dflash":%s}'
+# `block` null is the "is it on" test; `drafter` is non-null exactly when
+# `block` is; `reason` is null when on, and when the caller asked for off.
+_SPECULATION = '{"block":%s,"drafter":%s,"reason":%s}'
+_PLAN = '{"drafter":%s,"draftPolicies":%s,"speculation":%s,"ignoredKeys":%s,"modelDir":%s}'
+_ITEM = ('{"speculation":%s,"speculativeDrafter":%s,"status":%d,"plan":%s,"error":%s,'
+         '"selected":%s}')
+_TABLE = ('{"modelDir":%s,"install":{"installHasMtpHead":%s,"installHasDflash":%s},'
+          '"choices":[%s],"ignoredKeys":%s}')
+_FLAG = {True: "true", False: "false", None: "null"}
 
 
-def _policy_to_dict(policy) -> dict:
-    return {"mode": policy.mode, "block": policy.block}
+def _string(text: str | None) -> str:
+    return "null" if text is None else encode_string(text)
 
 
-def policies_to_dict(policies) -> dict:
-    return {"mtp": _policy_to_dict(policies.mtp), "dflash": _policy_to_dict(policies.dflash)}
+def _int(n: int | None) -> str:
+    return "null" if n is None else "%d" % n
 
 
-def speculation_to_dict(plan, drafter) -> dict:
-    """`block` null is the "is it on" test; `drafter` is non-null exactly when
-    `block` is; `reason` is null when on, and when the caller asked for off."""
+def choice_text(choice: DrafterChoice, model_dir: str | None = None) -> str:
+    """A drafter choice; with `model_dir`, what tsffi_resolve_drafter returns."""
+    fields = (encode_string(choice.drafter.value), _FLAG[choice.install_has_mtp_head],
+              _FLAG[choice.install_has_dflash], _string(choice.note))
+    return _CHOICE % fields if model_dir is None else _RESOLVED_CHOICE % (*fields,
+                                                                          _string(model_dir))
+
+
+def policies_text(policies: DraftPolicies) -> str:
+    """What tsffi_draft_policies returns."""
+    mtp, dflash = policies.mtp, policies.dflash
+    return _POLICIES % (_POLICY % (encode_string(mtp.mode), _int(mtp.block)),
+                        _POLICY % (encode_string(dflash.mode), _int(dflash.block)))
+
+
+def speculation_text(plan: SpeculationPlan, drafter: SpeculativeDrafter) -> str:
+    """What tsffi_resolve_speculation returns for `plan`, drafted by `drafter`."""
     if plan.enabled:
-        return {"block": plan.block, "drafter": drafter.value, "reason": None}
-    return {"block": None, "drafter": None, "reason": plan.reason}
+        return _SPECULATION % ("%d" % plan.block, encode_string(drafter.value), "null")
+    return _SPECULATION % ("null", "null", _string(plan.reason))
 
 
-def plan_to_dict(result) -> dict:
-    return {"drafter": choice_to_dict(result.choice),
-            "draftPolicies": policies_to_dict(result.policies),
-            "speculation": speculation_to_dict(result.speculation, result.choice.drafter),
-            "ignoredKeys": list(result.ignored_keys),
-            "modelDir": result.model_dir}
+def _plan_text(texts: dict, parts: tuple, tail: tuple[str, str]) -> str:
+    """A plan of `parts` (plan.decide's). `texts` remembers each part's text
+    by the part's identity: within one table the choices are the snapshot's
+    own three, and equal policies and speculations recur across rows."""
+    choice, policies, speculation = parts[:3]
+    choice_json = texts.get(id(choice))
+    if choice_json is None:
+        choice_json = texts[id(choice)] = choice_text(choice)
+    key = (policies.mtp.mode, policies.mtp.block, policies.dflash.mode, policies.dflash.block)
+    policies_json = texts.get(key)
+    if policies_json is None:
+        policies_json = texts[key] = policies_text(policies)
+    key = (speculation.enabled, speculation.block if speculation.enabled else speculation.reason,
+           choice.drafter)
+    speculation_json = texts.get(key)
+    if speculation_json is None:
+        speculation_json = texts[key] = speculation_text(speculation, choice.drafter)
+    return _PLAN % (choice_json, policies_json, speculation_json, *tail)
 
 
-# The header's TSFFI_OK and TSFFI_ERR_REFUSED (never renumbered), for the
-# table's per-item status, which the pure-Python API produces too.
-STATUS_OK = 0
-STATUS_REFUSED = 2
+def _tail(ignored_keys: tuple[str, ...], model_dir: str | None) -> tuple[str, str]:
+    return "[%s]" % ",".join(map(encode_string, ignored_keys)), _string(model_dir)
 
 
-def _speculation_value(speculation) -> str | int:
-    """A `Speculation` as the option value that asks for it."""
-    return speculation.n if speculation.kind == "block" else speculation.kind
+def plan_text(result: PlanResult) -> str:
+    """What tsffi_speculation_plan returns for the plan `result`."""
+    return _plan_text({}, (result.choice, result.policies, result.speculation),
+                      _tail(result.ignored_keys, result.model_dir))
 
 
-def choices_to_dict(table) -> dict:
-    """The `tsffi_speculation_choices` object. Each item's `plan` is exactly
-    `plan_to_dict` of that item's plan, and `error` the refusal's message,
-    so an item reads byte for byte as the plan call for it would."""
+def plan_to_dict(result: PlanResult) -> dict:
+    """`plan_text` as a dict."""
+    return parse_json_document(plan_text(result), "plan")
+
+
+def policies_to_dict(policies: DraftPolicies) -> dict:
+    """`policies_text` as a dict."""
+    return parse_json_document(policies_text(policies), "draft policies")
+
+
+def choices_text(snap: InstallSnapshot, options: Options) -> str:
+    """What tsffi_speculation_choices returns for `plan.table(snap, options)`.
+    Each item's `plan` is exactly the plan call's text for that item, and
+    `error` the refusal's message, so an item reads byte for byte as the plan
+    call for it would."""
+    from .errors import STATUS_OK, SpeculationRefused
+    from .plan import TABLE_DRAFTERS, table
+    tail = _tail(options.ignored_keys, snap.model_dir)
+    drafters = {drafter: encode_string(drafter.value) for drafter in TABLE_DRAFTERS}
+    texts: dict = {}  # each part's text, each answer a column shares, each refusal
     items = []
-    for entry in table.choices:
-        plan = entry.plan
-        items.append({"speculation": _speculation_value(entry.speculation),
-                      "speculativeDrafter": entry.drafter.value,
-                      "status": STATUS_OK if plan is not None else STATUS_REFUSED,
-                      "plan": plan_to_dict(plan) if plan is not None else None,
-                      "error": entry.refusal,
-                      "selected": entry.selected})
-    return {"modelDir": table.model_dir,
-            "install": {"installHasMtpHead": table.install_has_mtp_head,
-                        "installHasDflash": table.install_has_dflash},
-            "choices": items,
-            "ignoredKeys": list(table.ignored_keys)}
+    row, value = None, ""
+    for speculation, drafter, parts, refusal, selected in table(snap, options):
+        if speculation is not row:
+            row = speculation
+            value = "%d" % row.n if row.kind == "block" else encode_string(row.kind)
+        if parts is None:
+            plan, status = "null", SpeculationRefused.status
+            error = texts.get(refusal)
+            if error is None:
+                error = texts[refusal] = encode_string(refusal)
+        else:
+            plan, status, error = texts.get(id(parts)), STATUS_OK, "null"
+            if plan is None:
+                plan = texts[id(parts)] = _plan_text(texts, parts, tail)
+        items.append(_ITEM % (value, drafters[drafter], status, plan, error, _FLAG[selected]))
+    choice = snap.resolve_drafter(SpeculativeDrafter.AUTO)
+    return _TABLE % (tail[1], _FLAG[choice.install_has_mtp_head],
+                     _FLAG[choice.install_has_dflash], ",".join(items), tail[0])
 
 
 _CHOICE_KEYS = ("drafter", "installHasMtpHead", "installHasDflash", "note")
@@ -101,7 +168,7 @@ def choice_from_json(text: str, what: str = "choice_json"):
     for an install it made up."""
     from .errors import InvalidArgument
     from .jsontext import parse_json_object, show_value
-    from .policy import DRAFTER_SPELLINGS, DrafterChoice, SpeculativeDrafter
+    from .policy import DRAFTER_SPELLINGS, DrafterChoice
 
     fields: dict = {}
     for key, value in parse_json_object(text, what):
@@ -148,6 +215,35 @@ def build_info_to_dict(abi_version: int, library: str, owns_interpreter: bool) -
             "sysPath": list(sys.path), "ownsInterpreter": owns_interpreter}
 
 
+def _text(value) -> bytes:
+    from .jsontext import dumps
+    return dumps(value).encode("ascii")
+
+
+def drafter_json(request: Request) -> bytes:
+    """What `tsffi_resolve_drafter` returns for `request`."""
+    return request.memo("drafter-json", lambda: choice_text(
+        request.resolve_drafter(), request.model_dir).encode("ascii"))
+
+
+def plan_json(request: Request) -> bytes:
+    """What `tsffi_speculation_plan` returns for `request` (raises
+    SpeculationRefused, as it refuses)."""
+    return request.memo("plan-json", lambda: plan_text(request.plan()).encode("ascii"))
+
+
+def choices_json(request: Request) -> bytes:
+    """What `tsffi_speculation_choices` returns for `request`."""
+    return request.memo("choices-json", lambda: choices_text(
+        request.snapshot, request.options).encode("ascii"))
+
+
+def install_info_json(request: Request) -> bytes:
+    """What `tsffi_install_info_json` returns for `request`'s install."""
+    return request.snapshot.memo(("info-json",), lambda: _text(
+        install_info_to_dict(request.snapshot)))
+
+
 # The Python API's dict-returning calls: the same objects as the C ABI's.
 
 def speculation_choices(model_dir: str | bytes | os.PathLike,
@@ -156,28 +252,22 @@ def speculation_choices(model_dir: str | bytes | os.PathLike,
     the `tsffi_speculation_choices` object (`options`: an `Options`, or the
     options JSON a host passes). Raises what the plan call raises for bad
     options, and `InvalidArgument` for a block outside 1..15."""
-    from .install import snapshot
-    from .model_names import resolve_model_dir
-    snap = snapshot(resolve_model_dir(model_dir))
-    from .options import Options, parse_options
-    from .plan import choices_for_snapshot
-    if not isinstance(options, Options):
-        options = parse_options(options)
-    return choices_to_dict(choices_for_snapshot(snap, options))
+    from .jsontext import parse_json_document
+    from .plan import request
+    return parse_json_document(choices_json(request(model_dir, options)).decode("ascii"),
+                               "choices")
 
 
 def install_info(model_dir: str | bytes | os.PathLike) -> dict:
     """What the install's files say, as the `tsffi_install_info_json` object
     (`model_dir` resolved as in `speculation_plan`)."""
-    from .install import snapshot
-    from .model_names import resolve_model_dir
-    return install_info_to_dict(snapshot(resolve_model_dir(model_dir)))
+    from .plan import request
+    return install_info_to_dict(request(model_dir).snapshot)
 
 
-def install_info_to_dict(snap) -> dict:
+def install_info_to_dict(snap: InstallSnapshot) -> dict:
     """The `tsffi_install_info_json` object of an install snapshot."""
     from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
-    from .policy import SpeculativeDrafter
     from .resident_index import (DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS,
                                  install_has_dflash, install_has_mtp_head)
 
@@ -220,6 +310,8 @@ def install_info_to_dict(snap) -> dict:
         "expertsPerLayer": layout.experts_per_layer if layout is not None else None,
         "numLayers": layout.num_layers if layout is not None else None,
         "error": None if snap.layout_error is None else str(snap.layout_error)}
-    info["blockerPreview"] = {"mtp": snap.blocker_preview(SpeculativeDrafter.MTP),
-                              "dflash": snap.blocker_preview(SpeculativeDrafter.DFLASH)}
+    previews = {key: snap.blocker_preview(drafter) for key, drafter in
+                (("mtp", SpeculativeDrafter.MTP), ("dflash", SpeculativeDrafter.DFLASH))}
+    info["blockerPreview"] = {key: None if preview is None else preview.message
+                              for key, preview in previews.items()}
     return info

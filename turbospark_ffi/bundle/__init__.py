@@ -26,7 +26,9 @@ interpreter and reports `sys.modules`. The same probe then runs again with
 only the written bundle on `sys.path`, and must give the same answers.
 
 Every ELF file is copied, stripped of what is not loaded (binutils' strip)
-and has its RPATH/RUNPATH rewritten in place to exactly `$ORIGIN`.
+and has its RPATH/RUNPATH rewritten in place to exactly `$ORIGIN`. The
+library's copy has the build machine's paths it stores blanked (common.py),
+in either layout.
 
 Given a Mach-O library (`--library`, with `--python-home` a macOS Python),
 the same command writes the macOS layout an app drops into its `Contents/`
@@ -38,14 +40,15 @@ Modules: `elf` (ELF: reading, rpath rewrite, strip) and `macho` (Mach-O:
 reading, install names and rpaths, via LIEF) side by side, each used by one
 layout only; `probe` (what the library imports and answers); `write` (the
 command's entry, the steps both layouts share, the Linux layout); `macos`
-(the macOS layout); `common` (the error both raise).
+(the macOS layout); `common` (the error both raise, and blanking the
+library's stored build paths, which both do).
 """
 
 from __future__ import annotations
 
-from .common import BundleError
+from .common import BundleError, blank_build_paths
 from .elf import elf_dynamic, set_rpath_origin, strip_elf
 from .write import MARKER, BundleInfo, write_bundle
 
 __all__ = ["BundleError", "BundleInfo", "write_bundle", "set_rpath_origin", "strip_elf",
-           "elf_dynamic", "MARKER"]
+           "elf_dynamic", "blank_build_paths", "MARKER"]

@@ -19,8 +19,9 @@ with Mach-O inputs).
 Every Mach-O file is rewritten (bundle/macho.py): its id is `@rpath/` plus
 its path under Frameworks, every dependency on the bundled Python names
 `@rpath/libpython3.11.dylib`, and its only LC_RPATH leads from the file
-back to Frameworks (`@loader_path`, `@loader_path/../..`), so nothing names
-the machine that built it. Anything else a file needs must be the system's
+back to Frameworks (`@loader_path`, `@loader_path/../..`), and the library's
+stored build paths are blanked (bundle/common.py), so nothing names the
+machine that built it. Anything else a file needs must be the system's
 (/usr/lib, /System); the command refuses the rest, naming it.
 
 The library finds this layout from its own path (src/tsffi_embed.c,
@@ -36,7 +37,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import BundleError
+from .common import BundleError, blank_build_paths
 from .macho import MachOSlice, exports_symbol, is_macho, macho_slices, relocate_macho
 
 __all__ = ["APP_DIRNAME", "MacLayout", "MacPython", "find_python", "check_library",
@@ -223,9 +224,9 @@ def _place(src: Path, dst: Path, layout: MacLayout, python: MacPython, want_arch
 
 def write_binaries(layout: MacLayout, library: Path, python: MacPython,
                    ext_files: dict[str, Path]) -> tuple[list[Path], int, list]:
-    """Every Mach-O file, copied and rewritten: the library, the Python, the
-    extension modules, cffi's backend. Returns (the files written, bytes
-    saved, [(system library, needed by)])."""
+    """Every Mach-O file, copied and rewritten: the library (its stored build
+    paths blanked too), the Python, the extension modules, cffi's backend.
+    Returns (the files written, bytes saved, [(system library, needed by)])."""
     want = _archs(macho_slices(library))
     system: dict[str, set[str]] = {}
     written = []
@@ -236,6 +237,8 @@ def write_binaries(layout: MacLayout, library: Path, python: MacPython,
     for src, dst in plan:
         saved += _place(src, dst, layout, python, want, system)
         written.append(dst)
+        if dst == layout.library:
+            blank_build_paths(dst)
     needs = [(name, ", ".join(sorted(who))) for name, who in sorted(system.items())]
     return written, saved, needs
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import macos
-from .common import BundleError
+from .common import BundleError, blank_build_paths
 from .elf import elf_dynamic, is_elf, set_rpath_origin, strip_elf
 from .macho import is_macho
 from .probe import header_constants, probe_calls, run_probe
@@ -453,13 +453,14 @@ def _zip_stdlib(zip_path: Path, stdlib: Path, std_files: dict[str, Path]) -> Non
 
 
 def _write_binaries(layout: _Layout, sources: _Sources, info: BundleInfo) -> dict[Path, Path]:
-    """3. The library, libpython and cffi's backend."""
+    """3. The library (its build paths blanked), libpython and cffi's backend."""
     elf_sources = {}
     for src, dst in ((sources.library, layout.root / "lib" / sources.library.name),
                      (sources.libpython, layout.root / "lib" / sources.libpython.name),
                      (sources.cffi_backend, layout.site / sources.cffi_backend.name)):
         _copy_elf(src, dst, info)
         elf_sources[dst] = src
+    blank_build_paths(layout.root / "lib" / sources.library.name)
     return elf_sources
 
 

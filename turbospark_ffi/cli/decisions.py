@@ -1,0 +1,297 @@
+"""`turbospark-ffi plan DIR` and `turbospark-ffi choices DIR`: what the library
+decides for an install under the options a host would pass -- one plan, or
+every item of a settings pane's two pickers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import EXIT_OK, EXIT_REFUSED, Formatter, request_for, text_arg, write_json
+from .report import WIDTH, Report, yes_no
+
+__all__ = ["register", "plan_options", "run_plan", "run_choices"]
+
+PLAN_DESCRIPTION = """
+What the library decides for the install in DIR: which drafter to open, the
+draft policies to open it with, and whether speculation runs -- with the
+note and the reason in plain words. The flags build the same options object
+a host passes to tsffi_speculation_plan; --json prints exactly what that call
+returns for it. DIR may be an installed alias, resolved as in inspect.
+
+Exit status: 0 planned (speculation on or off); 2 refused: a named block
+that cannot be served, with the library's message on stderr, verbatim; 1 an
+invalid argument: one line naming the option key, the value and the
+accepted set.
+"""
+
+PLAN_EPILOG = """
+examples:
+  turbospark-ffi plan DIR                       auto: what a default open does
+  turbospark-ffi plan DIR --speculation 2       a named block (may be refused)
+  turbospark-ffi plan DIR --speculative-drafter dflash --speculation 2
+  turbospark-ffi plan DIR --no-engine-blocker --json
+"""
+
+CHOICES_DESCRIPTION = """
+What every item of a settings pane's two pickers would do for the install in
+DIR: speculation auto, off and each block 1..15 (rows) by drafter auto, mtp
+and dflash (columns), each cell the answer tsffi_speculation_plan gives for
+the options with that row and column added. A cell is "on B (drafter)",
+"off" (asked for), "off: WHY [n]" or "refused [n]" (a named block that cannot
+be served); each numbered text is listed once below the grid, verbatim.
+--json prints exactly what tsffi_speculation_choices returns. DIR may be an
+installed alias, resolved as in inspect.
+
+Exit status: 0 when the table was made (refused items included); 1 an
+invalid argument.
+"""
+
+CHOICES_EPILOG = """
+examples:
+  turbospark-ffi choices DIR                    what each item does by default
+  turbospark-ffi choices DIR --temperature 0.7  a sampled run
+  turbospark-ffi choices DIR --engine-blocker "the vision tower is active"
+  turbospark-ffi choices DIR --json
+"""
+
+
+def register(sub) -> None:
+    plan = sub.add_parser("plan", help="what the library decides for an install",
+                          formatter_class=Formatter, description=PLAN_DESCRIPTION,
+                          epilog=PLAN_EPILOG)
+    plan.add_argument("dir", metavar="DIR", help="the install directory, or an installed alias")
+    plan.add_argument("--speculation", metavar="auto|off|N",
+                      help="whether and how far to draft: auto (the default), off, or a "
+                           "block N in 1..15 (option key speculation)")
+    plan.add_argument("--speculative-drafter", dest="drafter", metavar="auto|mtp|dflash",
+                      help="which drafter: auto (whichever the install carries; the "
+                           "default), mtp or dflash (option key speculativeDrafter)")
+    add_temperature_and_blocker(plan)
+    plan.add_argument("--json", action="store_true",
+                      help="print exactly what tsffi_speculation_plan returns")
+    plan.set_defaults(run=run_plan)
+
+    choices = sub.add_parser("choices", help="what every speculation / drafter item would do",
+                             formatter_class=Formatter, description=CHOICES_DESCRIPTION,
+                             epilog=CHOICES_EPILOG)
+    choices.add_argument("dir", metavar="DIR",
+                         help="the install directory, or an installed alias")
+    add_temperature_and_blocker(choices)
+    choices.add_argument("--json", action="store_true",
+                         help="print exactly what tsffi_speculation_choices returns")
+    # Every item varies these two: the options hold neither.
+    choices.set_defaults(run=run_choices, speculation=None, drafter=None)
+
+
+def add_temperature_and_blocker(command: argparse.ArgumentParser) -> None:
+    """The options `plan` and `choices` share: the ones a whole table holds
+    fixed while it varies speculation and the drafter."""
+    command.add_argument("--temperature", metavar="T",
+                         help="the sampling temperature, a number >= 0; absent means the "
+                              "open-time decision, which assumes greedy (option key "
+                              "temperature)")
+    blocker = command.add_mutually_exclusive_group()
+    blocker.add_argument("--engine-blocker", metavar="TEXT",
+                         help="the engine's own reason not to speculate, as a host that has "
+                              "opened the install would pass it (option key engineBlocker)")
+    blocker.add_argument("--no-engine-blocker", action="store_true",
+                         help="the engine reported no reason (engineBlocker null); without "
+                              "either flag the library previews the engine's blocker from "
+                              "the files")
+
+
+def temperature_value(text: str):
+    """--temperature as the JSON value a host would send: a number when it
+    reads as a finite one, else the text itself, which the option grammar
+    then refuses in its own words (naming the key, the value, the set)."""
+    import math
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
+
+
+def plan_options(args: argparse.Namespace) -> dict:
+    """The options object a host would pass to tsffi_speculation_plan for these
+    flags: only the keys given (absent keys are the defaults); --speculation
+    as the string typed (the grammar takes "auto", "off" and decimal blocks
+    as strings); --no-engine-blocker is engineBlocker null."""
+    options: dict = {}
+    if args.speculation is not None:
+        options["speculation"] = text_arg(args.speculation, "--speculation")
+    if args.drafter is not None:
+        options["speculativeDrafter"] = text_arg(args.drafter, "--speculative-drafter")
+    if args.temperature is not None:
+        options["temperature"] = temperature_value(args.temperature)
+    if args.no_engine_blocker:
+        options["engineBlocker"] = None
+    elif args.engine_blocker is not None:
+        options["engineBlocker"] = text_arg(args.engine_blocker, "--engine-blocker")
+    return options
+
+
+# ---------------------------------------------------------------------------
+# plan
+
+def run_plan(args: argparse.Namespace) -> int:
+    from ..errors import SpeculationRefused
+    from ..jsontext import dumps
+    from ..wire import plan_json, plan_to_dict
+
+    options_json = dumps(plan_options(args))
+    req = request_for(args.dir, options_json)
+    try:
+        if args.json:
+            return write_json(plan_json(req))
+        plan = plan_to_dict(req.plan())
+    except SpeculationRefused as exc:
+        # The seed's message, verbatim: a host shows exactly this.
+        sys.stderr.write(str(exc) + "\n")
+        sys.stderr.flush()
+        return EXIT_REFUSED
+    plan_report(req.model_dir, options_json, args.drafter, plan)
+    return EXIT_OK
+
+
+DRAFTER_NAMES = {"mtp": "MTP head", "dflash": "DFlash2 drafter"}
+MODE_WORDS = {"off": "off", "auto": "auto (built if the install carries it)"}
+
+
+def mode_words(policy: dict) -> str:
+    if policy["mode"] == "fixed":
+        return f"fixed at block {policy['block']} (the open fails if it is missing)"
+    return MODE_WORDS.get(policy["mode"], policy["mode"])
+
+
+def plan_report(model_dir: str, options_json: str, requested: str | None, plan: dict) -> None:
+    out = Report(sys.stdout, 13)
+    choice, policies, spec = plan["drafter"], plan["draftPolicies"], plan["speculation"]
+    out.row("install", model_dir)
+    out.row("options", options_json)
+    out.more("(the object a host passes to tsffi_speculation_plan)", tone="dim")
+    if spec["block"] is not None:
+        out.row("speculation", f"block {spec['block']}, drafted by the "
+                f"{DRAFTER_NAMES[spec['drafter']]}", status="ON:", tone="good")
+    elif spec["reason"] is None:
+        out.row("speculation", "as asked (--speculation off)", status="OFF,", tone="dim")
+    else:
+        out.row("speculation", "(the reason is below)", status="OFF", tone="warn")
+    how = "as asked" if requested in ("mtp", "dflash") else "resolved by auto from the index"
+    out.row("drafter", f"{choice['drafter']} ({DRAFTER_NAMES[choice['drafter']]}), {how}")
+    out.more(f"the install carries an MTP head: {yes_no(choice['installHasMtpHead'])}; "
+             f"a DFlash2 drafter: {yes_no(choice['installHasDflash'])}")
+    if choice["installHasMtpHead"] is None:
+        out.more('(unknown: the resident index is unreadable, which is not "absent")',
+                 tone="warn")
+    out.row("open with", f"mtp {mode_words(policies['mtp'])}")
+    out.more(f"dflash {mode_words(policies['dflash'])}")
+    note, reason = choice["note"], spec["reason"]
+    if note is not None:
+        out.row("note", note, tone="warn")
+    if reason is not None:
+        out.row("reason", "the note above" if reason == note else reason)
+    out.flush()
+
+
+# ---------------------------------------------------------------------------
+# choices
+
+def run_choices(args: argparse.Namespace) -> int:
+    from ..jsontext import dumps
+    from ..wire import choices_json
+
+    options_json = dumps(plan_options(args))
+    req = request_for(args.dir, options_json)
+    if args.json:
+        return write_json(choices_json(req))
+    choices_report(req.choices(), options_json)
+    return EXIT_OK
+
+
+def short_names() -> dict:
+    """A grid cell's short name for a reason, by the reason's code
+    (PlanResult.reason_code, owned by the module that words the reason); a
+    reason without one is shown by its footnote only. The full text is
+    always listed below the grid."""
+    from .. import blockers, expert_layout, policy, resident_index
+    return {policy.REASON_DFLASH_OPT_IN: "DFlash2 opt-in", policy.REASON_ENGINE: "engine",
+            policy.REASON_SAMPLED: "sampled", blockers.REASON_NO_MTP_HEAD: "no MTP head",
+            blockers.REASON_NO_DFLASH: "no DFlash2", blockers.REASON_MOE: "MoE",
+            blockers.REASON_NO_PROBE_LAYER: "no probe layer",
+            blockers.REASON_PROBE_ABSENT: "verify probe",
+            blockers.REASON_PROBE_DTYPE: "verify probe",
+            resident_index.REASON_UNREADABLE_INDEX: "bad index",
+            expert_layout.REASON_UNREADABLE_LAYOUT: None}
+
+
+CELL = 24  # 8 + 24 + 24 + 23 columns: the grid fits 79
+
+
+class Footnotes:
+    """The texts a grid's cells point at, each numbered once, in order."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def number(self, text: str) -> int:
+        if text not in self.texts:
+            self.texts.append(text)
+        return self.texts.index(text) + 1
+
+
+def cell(item, short: dict, notes: Footnotes) -> tuple[str, str]:
+    """A grid cell's text and tone for one item of the table."""
+    from ..policy import REFUSAL_PREFIX
+    if item.plan is None:
+        return f"refused [{notes.number(item.refusal[len(REFUSAL_PREFIX):])}]", "bad"
+    spec = item.plan.speculation
+    if spec.enabled:
+        return f"on {spec.block} ({item.plan.choice.drafter.value})", "good"
+    if spec.reason is None:
+        return "off", "dim"
+    label = short.get(item.plan.reason_code)
+    number = notes.number(spec.reason)
+    return (f"off: {label} [{number}]" if label else f"off [{number}]"), "warn"
+
+
+def grid_lines(out: Report, items, notes: Footnotes) -> list[str]:
+    from ..policy import DRAFTER_SPELLINGS
+    short = short_names()
+    lines = ["", "speculation  (rows) x speculativeDrafter (columns)",
+             " " * 8 + "".join(name.ljust(CELL) for name in DRAFTER_SPELLINGS).rstrip()]
+    for row in range(0, len(items), 3):
+        cells = []
+        for item in items[row:row + 3]:
+            text, tone = cell(item, short, notes)
+            cells.append(out.paint(text, tone) + " " * (CELL - len(text)))
+        speculation = items[row].speculation
+        label = str(speculation.n) if speculation.kind == "block" else speculation.kind
+        lines.append((label.ljust(8) + "".join(cells)).rstrip())
+    return lines
+
+
+def choices_report(table, options_json: str) -> None:
+    import textwrap
+    from ..errors import SpeculationRefused
+    from ..policy import REFUSAL_PREFIX
+    out = Report(sys.stdout, 9)
+    out.row("install", table.model_dir)
+    out.row("options", options_json)
+    out.more("(held for every item; each cell is tsffi_speculation_plan with that "
+             "row's speculation and that column's speculativeDrafter added)", tone="dim")
+    out.row("carries", f"an MTP head: {yes_no(table.install_has_mtp_head)}; a DFlash2 "
+            f"drafter: {yes_no(table.install_has_dflash)}")
+    notes = Footnotes()
+    out.lines.extend(grid_lines(out, table.choices, notes))
+    out.lines.append("")
+    for number, text in enumerate(notes.texts, 1):
+        out.lines.extend(textwrap.wrap(text, WIDTH, initial_indent=f"[{number}] ".ljust(5),
+                                       subsequent_indent=" " * 5, break_on_hyphens=False))
+    if any(item.plan is None for item in table.choices):
+        out.lines.extend(textwrap.wrap(
+            f'refused: the plan call fails (status {SpeculationRefused.status}) with '
+            f'"{REFUSAL_PREFIX.strip()} " followed by the numbered text, verbatim', WIDTH,
+            break_on_hyphens=False))
+    out.flush()
