@@ -1,9 +1,11 @@
-"""The README's recipes, run as printed against a fresh install.
+"""The recipes of README.md and docs/*.md, run as printed against a fresh
+install, and every link between them followed.
 
-Every ```sh, ```c, ```swift and ```python block of README.md is preceded by a
-`<!-- readme-test: NAME -->` marker, and NAME is run here: the block's text
-is taken from the README itself, so a recipe that stops working fails this
-file. The install is conftest's `pip_installed` (pip's isolated build, a
+Every ```sh, ```c, ```swift and ```python block of those pages is preceded
+by a `<!-- readme-test: NAME -->` marker (NAME unique across the pages), and
+NAME is run here: the block's text is taken from the page itself, so a
+recipe that stops working fails this file. A ```text block may carry a
+marker too: its runner compares it with what a recipe printed. The install is conftest's `pip_installed` (pip's isolated build, a
 fresh venv); its `bin/` comes first on PATH, as after `make demo` with the
 venv on PATH. Each shell block runs with `bash -euo pipefail` in a fresh
 directory holding `app.c` (the C block), never in the checkout.
@@ -24,6 +26,9 @@ from conftest import LIBRARY, ROOT
 from seed_texts import DFLASH_NOTE
 
 README = ROOT / "README.md"
+# The pages whose blocks are run and whose links are followed: the front door
+# and the reference beside it.
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = ("sh", "c", "swift", "python")
 TIMEOUT = 900
 
@@ -33,7 +38,8 @@ NOTE_IN_JSON = json.dumps(NOTE)[1:-1]
 
 
 def readme_blocks(text: str) -> list[tuple[str | None, str, str, int]]:
-    """(marker name or None, language, body, line) of every fenced block."""
+    """(marker name or None, language, body, line) of every fenced block of
+    one page."""
     blocks = []
     lines = text.split("\n")
     i = 0
@@ -55,18 +61,25 @@ def readme_blocks(text: str) -> list[tuple[str | None, str, str, int]]:
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text())
-BY_NAME = {name: body for name, _, body, _ in BLOCKS if name}
+def page_blocks() -> list[tuple[str | None, str, str, str]]:
+    """(marker name or None, language, body, "page:line") of every fenced
+    block of every page."""
+    return [(name, lang, body, f"{page.relative_to(ROOT)}:{line}")
+            for page in PAGES for name, lang, body, line in readme_blocks(page.read_text())]
+
+
+BLOCKS = page_blocks()
+BY_NAME = {name: body for name, _, body, _ in BLOCKS if name and name != "skip"}
 
 
 def test_every_recipe_block_is_run_here():
     """Every block is run here, but for illustrations that cannot run on
     this platform (`readme-test-skip: why`), which a shell or C block never
     is."""
-    unmarked = [f"line {line}: ```{lang}" for name, lang, _, line in BLOCKS
+    unmarked = [f"{where}: ```{lang}" for name, lang, _, where in BLOCKS
                 if lang in RUNNABLE and name is None]
-    assert unmarked == [], "README blocks nobody runs (add a readme-test marker and a runner)"
-    assert not [line for name, lang, _, line in BLOCKS if name == "skip" and lang in ("sh", "c")]
+    assert unmarked == [], "blocks nobody runs (add a readme-test marker and a runner)"
+    assert not [where for name, lang, _, where in BLOCKS if name == "skip" and lang in ("sh", "c")]
     names = [name for name, *_ in BLOCKS if name and name != "skip"]
     assert sorted(names) == sorted(RUNNERS), "markers and runners must match one to one"
 
@@ -121,9 +134,19 @@ def run_c_app(workdir, pip_installed, **_):
 
 
 def run_c_build(workdir, user_env, pip_installed, **_):
+    """The build recipe, and the output the README shows for it, word for
+    word but for where the samples are installed."""
     out = run_block(BY_NAME["c-build"], workdir, user_env).stdout
     assert NOTE_IN_JSON in out
-    assert f"-I{pip_installed.site / 'turbospark_ffi' / 'include'}" in out
+    assert out.replace(str(samples(pip_installed)), "$SAMPLES") == BY_NAME["c-build-output"]
+    config = run_block("turbospark-ffi config --cflags", workdir, user_env).stdout
+    assert config.strip() == f"-I{pip_installed.site / 'turbospark_ffi' / 'include'}"
+
+
+def run_c_build_output(**_):
+    """Checked by run_c_build, which produces it; here only that it is the
+    one line a plan prints."""
+    assert BY_NAME["c-build-output"].count("\n") == 1
 
 
 def run_c_choices(workdir, user_env, pip_installed, **_):
@@ -169,25 +192,39 @@ let package = Package(
 """
 
 
-def run_swift_snippet(workdir, user_env, pip_installed, **_):
-    """The Swift block, compiled in a package of its own that depends on the
-    checkout's swift/ package, and called on the DFlash2-only sample."""
+def _run_swift(workdir, user_env, pip_installed, main_swift: str) -> str:
+    """Compile `main_swift` in a package of its own that depends on the
+    checkout's swift/ package, run it on the DFlash2-only sample, and return
+    what it printed."""
     repo = _swift_checkout(workdir)
     package = workdir / "snippet"
     (package / "Sources" / "Snippet").mkdir(parents=True)
     (package / "Package.swift").write_text(SNIPPET_PACKAGE % (repo / "swift"))
-    (package / "Sources" / "Snippet" / "main.swift").write_text(
-        BY_NAME["swift-snippet"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n"
-        'print(try optionsAreValid("{}"), try optionsAreValid(#"{"speculation": 16}"#),\n'
-        '      try optionsAreValid("{nope"))\n')
+    (package / "Sources" / "Snippet" / "main.swift").write_text(main_swift)
     env = dict(user_env)
     pc = workdir / "pc"
     run_block(f'turbospark-ffi config --pkg-config-dir "{pc}"', workdir, env)
     env["PKG_CONFIG_PATH"] = str(pc)
     libdir = pip_installed.site / "turbospark_ffi"
     run_block(f'swift build -Xlinker -rpath -Xlinker "{libdir}"', package, env)
-    out = run_block(f'.build/debug/Snippet "{samples(pip_installed) / "dflash"}"', package, env)
-    assert out.stdout == NOTE + "\ntrue false false\n"
+    return run_block(f'.build/debug/Snippet "{samples(pip_installed) / "dflash"}"', package,
+                     env).stdout
+
+
+def run_swift_snippet(workdir, user_env, pip_installed, **_):
+    """docs/swift.md's block: the plan, and which options are valid."""
+    out = _run_swift(workdir, user_env, pip_installed,
+                     BY_NAME["swift-snippet"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n"
+                     'print(try optionsAreValid("{}"), try optionsAreValid(#"{"speculation": 16}"#),\n'
+                     '      try optionsAreValid("{nope"))\n')
+    assert out == NOTE + "\ntrue false false\n"
+
+
+def run_swift_readme(workdir, user_env, pip_installed, **_):
+    """The README's Swift block prints the DFlash2 note, as its comment says."""
+    out = _run_swift(workdir, user_env, pip_installed,
+                     BY_NAME["swift-readme"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n")
+    assert out == NOTE + "\n"
 
 
 def run_bundle_app(workdir, user_env, **_):
@@ -212,9 +249,11 @@ def run_python_check(pip_installed, user_env, **_):
     assert json.loads((source / "python.json").read_text())["base_prefix"]
 
 
-RUNNERS = {"ci": run_ci, "python-check": run_python_check, "c-app": run_c_app, "c-build": run_c_build, "c-choices": run_c_choices,
+RUNNERS = {"ci": run_ci, "python-check": run_python_check, "c-app": run_c_app, "c-build": run_c_build,
+           "c-build-output": run_c_build_output, "c-choices": run_c_choices,
            "python": run_python,
            "swift-build": run_swift_build, "swift-snippet": run_swift_snippet,
+           "swift-readme": run_swift_readme,
            "bundle-app": run_bundle_app}
 
 
@@ -223,3 +262,63 @@ def test_readme_block(name, request):
     runner = RUNNERS[name]
     wanted = runner.__code__.co_varnames[:runner.__code__.co_argcount]
     runner(**{arg: request.getfixturevalue(arg) for arg in wanted})
+
+
+# ---------------------------------------------------------------------------
+# Links: every relative link of every page names a file that exists, and an
+# anchor that one of its headings makes.
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub makes from a page's headings: lower case, spaces to
+    hyphens, punctuation but hyphens and underscores dropped (code fences
+    skipped, so a `#` line inside a block is not a heading)."""
+    anchors, fenced = set(), False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-")
+            anchors.add(slug)
+    return anchors
+
+
+def page_links() -> list[tuple[str, str]]:
+    out = []
+    for page in PAGES:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for m in LINK.finditer(text):
+            out.append((str(page.relative_to(ROOT)), m.group(1) or m.group(2)))
+    return out
+
+
+def broken(page: str, target: str) -> str | None:
+    if re.match(r"^[a-z]+:", target):
+        return None  # an outside address: not ours to check offline
+    path, _, anchor = target.partition("#")
+    file = (ROOT / page).parent / path if path else ROOT / page
+    if not file.exists():
+        return f"{page}: {target}: no file {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}"
+    if anchor and anchor not in heading_anchors(file.read_text()):
+        return f"{page}: {target}: no heading makes #{anchor} in {file.name}"
+    return None
+
+
+def test_link_checker_catches_a_missing_file_and_a_missing_anchor():
+    """The checker must fail on what it is there to catch before its silence
+    means anything."""
+    assert broken("README.md", "docs/nope.md") is not None
+    assert broken("README.md", "docs/c-api.md#no-such-heading") is not None
+    assert broken("README.md", "docs/c-api.md#model-names") is None
+    assert broken("docs/c-api.md", "#model-names") is None
+    assert broken("docs/c-api.md", "ENGINE.md#1-an-install-and-its-resident-index") is None
+
+
+def test_every_link_resolves():
+    links = page_links()
+    assert len(links) > 20, links  # the map in the README alone has 11
+    assert [problem for page, target in links if (problem := broken(page, target))] == []
