@@ -27,20 +27,10 @@
  *  - Every const char * argument is borrowed for the duration of the call and
  *    must be NUL-terminated UTF-8.
  *  - MODEL NAMES. Every model_dir is what the engine's open takes: the path of
- *    an install directory, or an installed alias, resolved at each call as
- *    the engine resolves it: (1) an existing directory wins, whatever its
- *    name (a relative path from the working directory); (2) the store root
- *    is $TURBOSPARK_HOME, else $HOME/.turbospark (an empty value counts as
- *    unset), read from the process environment at each call, so a host that
- *    sets it after its first call is honoured; (3) the first text row of
- *    <root>/installed.json (modality absent, null or "text"; kind not
- *    "image") whose alias is the name and whose path is an existing
- *    directory -- a missing or unparsable file is an empty store; (4) the
- *    first existing directory of <root>/models/text/<name>.gturbo,
- *    <root>/models/text/<name>.gturbo-vision, <root>/models/<name>.gturbo,
- *    <root>/models/<name>.gturbo-vision; (5) otherwise the name itself, which
- *    then reads as no install. Resolution never fails; each result names the
- *    directory it read as "modelDir", an absolute path.
+ *    an install directory, or an installed alias, resolved at each call by
+ *    the engine's rule (docs/c-api.md, "Model names"). Resolution never
+ *    fails; each result names the directory it read as "modelDir", an
+ *    absolute path.
  *  - Results come back as NUL-terminated UTF-8 JSON through a char **
  *    out-parameter. *out is set to NULL on entry; on TSFFI_OK it points to a
  *    string the CALLER owns and must release with tsffi_string_free(); on any

@@ -2,24 +2,13 @@
 the engine's own resolution of a model NAME into the directory it opens.
 
 The engine's open, its check tool and its server take "a path to a `.gturbo`
-directory OR an installed alias" and turn it into a directory one way, in
-this order (docs/ENGINE.md section 8):
-
-1. an existing DIRECTORY wins, whatever its name: a path that silently
-   resolved to an alias would run a different model than the one named;
-2. the store root is `$TURBOSPARK_HOME`, else `$HOME/.turbospark`, read from
-   the process environment at each resolution; with neither there is no
-   store (an empty value counts as unset here: an empty root would make the
-   working directory a store by accident);
-3. `<root>/installed.json`: the first TEXT row (`modality` absent or
-   "text", and `kind` not "image") whose `alias` is the name and whose
-   `path` is an existing directory. A missing or unparsable file is an empty
-   store, never an error;
-4. the first existing directory of `<root>/models/text/<name>.gturbo`,
-   `<root>/models/text/<name>.gturbo-vision`, `<root>/models/<name>.gturbo`,
-   `<root>/models/<name>.gturbo-vision`;
-5. otherwise the name itself, and reading it reports "no such install" as it
-   always did. Resolution never fails.
+directory OR an installed alias" and turn it into a directory by one rule,
+stated once in docs/c-api.md ("Model names"; docs/ENGINE.md section 8 says
+where the engine applies it). Two of its choices, and why: an existing
+DIRECTORY wins whatever its name (a path that silently resolved to an alias
+would run a different model than the one named), and an empty
+`$TURBOSPARK_HOME` counts as unset (an empty root would make the working
+directory a store by accident).
 
 The answer is an absolute path, so a result can say which directory it read.
 An absolute name that is a directory comes back exactly as given (no
