@@ -202,7 +202,7 @@ def _resolve_speculation(options: bytes, unused: bytes) -> bytes:
     from .policy import SpeculativeDrafter, resolve_speculation
     from .wire import speculation_text
     opts = parse_options(options)
-    # An absent or auto drafter takes the seed's non-DFlash2 arms, which is
+    # An absent or auto drafter takes the original module's non-DFlash2 arms, which is
     # the MTP drafter's, and is reported as such.
     drafter = SpeculativeDrafter.MTP if opts.drafter is SpeculativeDrafter.AUTO else opts.drafter
     blocker = None if opts.engine_blocker is ABSENT else opts.engine_blocker

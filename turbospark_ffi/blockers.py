@@ -15,7 +15,7 @@ what can be read without the engine: the resident index and
 6. the drafter itself is missing
 
 The architectural reasons come before the missing-drafter one on purpose:
-telling someone to download a shard that cannot help is the bug the seed's
+telling someone to download a shard that cannot help is the bug the original module's
 long comments are about. So only reason 6 points at an artifact, and only
 where one exists.
 """

@@ -62,9 +62,9 @@ class JsonArgumentError(TurbosparkError):
 
 
 class SpeculationRefused(TurbosparkError):
-    """The seed's `Err`: a named block that cannot be served (TSFFI_ERR_REFUSED).
+    """The original module's `Err`: a named block that cannot be served (TSFFI_ERR_REFUSED).
 
-    The message is the seed's, verbatim; a host shows it to the user as is.
+    The message is the original module's, verbatim; a host shows it to the user as is.
     `reason` is the part after the policy's refusal prefix (what stood in
     the way), for a front end that lists it apart from the prefix.
     """

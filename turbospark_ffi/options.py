@@ -9,7 +9,7 @@ The grammar, in one place:
                         invalid option, refused here before any install is
                         read, as the engine's options parser refuses it: 0
                         proposes nothing, and block B verifies B+1 rows
-                        against the batched verify's cap of 16. (The seed's
+                        against the batched verify's cap of 16. (The original module's
                         own range arm in `resolve_speculation` stays, for a
                         Python caller who builds `Speculation.block(16)`.)
     speculativeDrafter  "auto" | "mtp" | "dflash" (exact) | null (= auto)

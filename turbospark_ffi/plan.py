@@ -1,4 +1,4 @@
-"""The seed's flow end to end, for a host: resolve the drafter, derive the
+"""The original module's flow end to end, for a host: resolve the drafter, derive the
 draft policies, take the blocker, resolve speculation; the settings pane's
 table of every choice, each a plan; and `request`, the one way every entry
 point -- the C ABI and the command line alike -- turns a model_dir and an
@@ -49,7 +49,7 @@ class PlanResult(Value):
 
 def decide(snap: InstallSnapshot, speculation: Speculation, drafter: SpeculativeDrafter,
            options: Options) -> tuple[DrafterChoice, DraftPolicies, SpeculationPlan, str | None]:
-    """The seed's flow for the install `snap` under `options` with
+    """The original module's flow for the install `snap` under `options` with
     `speculation` and `drafter` in place of its own: the drafter choice, the
     draft policies, the speculation plan and its reason's code. Raises
     SpeculationRefused for a named block that cannot be served. What
@@ -273,7 +273,7 @@ def speculation_plan(model_dir: str | bytes | os.PathLike,
     """The whole decision for `model_dir` (a directory or an installed alias,
     resolved as the engine resolves it: model_names.py) under `options`.
 
-    Raises `SpeculationRefused` (the seed's Err) for a named block that cannot
+    Raises `SpeculationRefused` (the original module's Err) for a named block that cannot
     be served, `InvalidArgument` for an empty, non-UTF-8 or NUL-holding
     model_dir or an invalid option.
     """

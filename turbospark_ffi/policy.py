@@ -1,11 +1,11 @@
-"""The seed's speculation policy (turbospark-runtime 0.3.0), in Python: its
+"""The original module's speculation policy (turbospark-runtime 0.3.0), in Python: its
 types, its constants, its three decisions and its messages -- the one place
 each of them lives.
 
 Which drafter an install carries, whether this run may use it, and the
-`DraftPolicies` to open with. The seed's comments are the specification; the
-ones kept here are the ones a maintainer of this module needs at hand. Pure:
-the seed's `resolve_drafter` reads the resident index first, and here that
+`DraftPolicies` to open with. The original module's comments (docs/ENGINE.md)
+are the specification; the ones kept here are the ones a maintainer of this module needs at hand. Pure:
+the original module's `resolve_drafter` reads the resident index first, and here that
 read is the install snapshot's (install.py), made once for every decision
 about the install; this module decides from what it read.
 """
@@ -141,7 +141,7 @@ class Speculation(Value):
     """Whether and how far this run drafts ahead: `AUTO` (draft if the install
     can, warn and continue if it cannot), `OFF` (never), or `block(n)` (draft n
     tokens per round, or fail naming the reason). `n` is any u32, as in the
-    seed: the allowed range is `resolve_speculation`'s to enforce."""
+    original module: the allowed range is `resolve_speculation`'s to enforce."""
 
     __slots__ = ("kind", "n")
     AUTO: Speculation
@@ -319,8 +319,8 @@ def resolve_drafter(requested: SpeculativeDrafter, index) -> DrafterChoice:
     """Which drafter an install actually carries, for `SpeculativeDrafter.AUTO`.
 
     `index` is the install's resident index as read (a `ResidentIndex`), or
-    None when it could not be read -- the seed's
-    `load_resident_index(...).ok()`. The seed reads it inside this function;
+    None when it could not be read -- the original module's
+    `load_resident_index(...).ok()`. The original module reads it inside this function;
     here the install snapshot reads it (install.py), once for every decision
     about the install, whatever the request (an explicit ask still needs the
     presence flags, for `draft_policies`). An unreadable index is not an

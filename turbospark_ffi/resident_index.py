@@ -1,5 +1,5 @@
 """The resident index of `model_weights.bin`: the reader and the two presence
-predicates the seed's `resolve_drafter` asks.
+predicates the original module's `resolve_drafter` asks.
 
 Layout (little-endian, no magic, no version):
 

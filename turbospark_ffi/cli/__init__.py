@@ -12,7 +12,7 @@
     bundle OUT     a relocatable folder holding the library and its Python
 
 Exit status: 0 done (for `plan`: planned, whether speculation is on or off),
-2 refused (a named block that cannot be served: the seed's message, verbatim,
+2 refused (a named block that cannot be served: the original module's message, verbatim,
 on stderr), 1 anything else that went wrong (an invalid argument, an install
 that cannot be written) -- always one line on stderr, never a traceback.
 

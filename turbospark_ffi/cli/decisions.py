@@ -147,7 +147,7 @@ def run_plan(args: argparse.Namespace) -> int:
             return write_json(plan_json(req))
         plan = plan_to_dict(req.plan())
     except SpeculationRefused as exc:
-        # The seed's message, verbatim: a host shows exactly this.
+        # The original module's message, verbatim: a host shows exactly this.
         sys.stderr.write(str(exc) + "\n")
         sys.stderr.flush()
         return EXIT_REFUSED
