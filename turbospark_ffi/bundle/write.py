@@ -201,8 +201,33 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
     a macOS layout, a macOS Python's prefix or a framework's Versions/X.Y.
     `verify`: load the written bundle and compare its answers (the Linux
     layout only: a macOS bundle is loaded first inside the signed app)."""
-    from .. import native
+    out = _checked_target(out_dir, force)
+    package, own, library, header = _checked_inputs(library)
+    write = _layout_writer(package, own, library, header, python_home, verify)
 
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    scratch = Path(tempfile.mkdtemp(prefix="turbospark-bundle-"))
+    try:
+        info = write(work, scratch)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.rename(out, old / "bundle")
+            os.rename(work, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(work, out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    info.root = out
+    return info
+
+
+def _checked_target(out_dir: str | os.PathLike, force: bool) -> Path:
+    """The folder to write: absent, empty, or (with `force`) an earlier bundle."""
     out = Path(out_dir).absolute()
     if out.exists():
         if not out.is_dir():
@@ -213,6 +238,13 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
                                   "earlier bundle)")
             if not any((out / marker).is_file() for marker in _MARKERS):
                 raise BundleError(f"{out} is not a bundle; refusing to replace it")
+    return out
+
+
+def _checked_inputs(library: str | os.PathLike | None) -> tuple[Path, Path, Path, Path]:
+    """This package's folder, its own library, the library to bundle, the header."""
+    from .. import native
+
     package = Path(native.package_dir())
     own = Path(native.library_path())
     header = Path(native.include_dir()) / native.HEADER_NAME
@@ -228,6 +260,12 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
         if not header.is_file():
             raise BundleError(f"the header {native.HEADER_NAME} is not in {native.include_dir()}")
 
+    return package, own, library, header
+
+
+def _layout_writer(package: Path, own: Path, library: Path, header: Path,
+                   python_home: str | os.PathLike | None, verify: bool):
+    """The function that writes the layout the library's format asks for."""
     if is_elf(library):
         if sys.platform != "linux":
             raise BundleError(f"{library.name} is an ELF (Linux) library: write its bundle on "
@@ -264,26 +302,7 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
                                 scratch=scratch)
     else:
         raise BundleError(f"{library} is neither an ELF (Linux) nor a Mach-O (macOS) library")
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    scratch = Path(tempfile.mkdtemp(prefix="turbospark-bundle-"))
-    try:
-        info = write(work, scratch)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.rename(out, old / "bundle")
-            os.rename(work, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(work, out)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    info.root = out
-    return info
+    return write
 
 
 def _running_python(package: Path, library: Path, header: Path,
