@@ -102,6 +102,23 @@ def build_machine_strings(root: Path, text_needles: list[str], code_needles: lis
 C_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
+# A C host that prints tsffi_build_info_json's status, then its result or the
+# last error: what a test that moves the library or its Python reads back.
+BUILD_INFO_HOST = r"""
+#include <stdio.h>
+#include "tsffi.h"
+int main(void) {
+    char *out = NULL;
+    char message[4096];
+    int status = (int)tsffi_build_info_json(&out);
+    tsffi_last_error(message, sizeof message);
+    printf("%d\n%s\n", status, out != NULL ? out : message);
+    tsffi_string_free(out);
+    return 0;
+}
+"""
+
+
 def compile_c_host(source: str | Path, out: Path, *, extra: list[str] | None = None,
                    link_library: bool = True, compiler: str = "cc") -> Path:
     """Compile a C host program against the header (and the library)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, compile_c_host, header_constants
+from conftest import BUILD_INFO_HOST, ROOT, compile_c_host, header_constants
 
 CODES = header_constants()
 VERSION = sysconfig.get_config_var("VERSION")
@@ -37,19 +37,6 @@ OTHER_GID = 4242
 THIRD_UID = 4343
 TIMEOUT = 300
 
-BUILD_INFO_HOST = r"""
-#include <stdio.h>
-#include "tsffi.h"
-int main(void) {
-    char *out = NULL;
-    char message[4096];
-    int status = (int)tsffi_build_info_json(&out);
-    tsffi_last_error(message, sizeof message);
-    printf("%d\n%s\n", status, out != NULL ? out : message);
-    tsffi_string_free(out);
-    return 0;
-}
-"""
 
 # Left out of the copy: what the embedded interpreter never imports.
 _NOT_COPIED = ("site-packages", "test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip",

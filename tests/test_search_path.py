@@ -21,23 +21,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from conftest import compile_c_host
+from conftest import BUILD_INFO_HOST, compile_c_host
 
 TIMEOUT = 900
 
-BUILD_INFO_HOST = r"""
-#include <stdio.h>
-#include "tsffi.h"
-int main(void) {
-    char *out = NULL;
-    char message[2048];
-    int status = (int)tsffi_build_info_json(&out);
-    tsffi_last_error(message, sizeof message);
-    printf("%d\n%s\n", status, out != NULL ? out : message);
-    tsffi_string_free(out);
-    return 0;
-}
-"""
 
 
 def run(cmd, **kw) -> subprocess.CompletedProcess:
