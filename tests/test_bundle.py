@@ -19,12 +19,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import LIBRARY, ROOT, build_machine_strings, header_constants
+from conftest import BUILD_INFO_HOST, LIBRARY, ROOT, build_machine_strings, header_constants
 
 from turbospark_ffi import bundle as bundle_mod
 from turbospark_ffi import native
@@ -825,3 +826,64 @@ def test_blank_build_paths_refuses(tmp_path, data, message):
         bundle_mod.blank_build_paths(path)
     assert str(caught.value) == message
     assert path.read_bytes() == data
+
+
+# ---------------------------------------------------------------------------
+# Modes: a bundle is shipped, so another user of the machine (an app's users)
+# must be able to load it whatever the umask of the user who wrote it.
+
+def _modes(root: Path) -> dict[str, list[str]]:
+    """Every path under `root` (itself included) that does not have the mode
+    a shipped file needs, by what it is: directories 0755, ELF files 0755,
+    other files 0644 or 0755."""
+    wrong: dict[str, list[str]] = {}
+    for path in [root, *root.rglob("*")]:
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode & 0o7777
+        if path.is_dir():
+            kind, allowed = "dir", (0o755,)
+        elif path.read_bytes()[:4] == b"\x7fELF":
+            kind, allowed = "elf", (0o755,)
+        else:
+            kind, allowed = "file", (0o644, 0o755)
+        if mode not in allowed:
+            wrong.setdefault(kind, []).append(f"{path.relative_to(root)} {mode:04o}")
+    return wrong
+
+
+def test_bundle_modes_let_other_users_load_it(built):
+    moved, _, _, _ = built
+    assert moved.stat().st_mode & 0o7777 == 0o755
+    assert _modes(moved) == {}
+
+
+def test_bundle_written_under_umask_077_is_loadable_by_another_user(tmp_path):
+    """Written with umask 077 into a folder anyone may enter, and loaded by a
+    C host running as nobody (setpriv): it answers, as for its writer."""
+    shared = Path(tempfile.mkdtemp(prefix="tsffi-shared-", dir="/tmp"))
+    try:
+        shared.chmod(0o755)
+        before = os.umask(0o077)
+        try:
+            bundle_mod.write_bundle(shared / "bundle", verify=False)
+        finally:
+            os.umask(before)
+        assert _modes(shared / "bundle") == {}
+        host = shared / "host"
+        cmd = ["cc", "-std=c99", "-o", str(host), "-x", "c", "-", *_pkg_config(shared / "bundle")]
+        proc = subprocess.run(cmd, input=BUILD_INFO_HOST, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        host.chmod(0o755)
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv is missing: apt-get install util-linux (.ci/run does)"
+        nobody = 65534
+        done = subprocess.run([setpriv, f"--reuid={nobody}", f"--regid={nobody}",
+                               "--clear-groups", "env", "-i", str(host)],
+                              capture_output=True, text=True, timeout=120, cwd="/")
+        assert done.returncode == 0, done.stderr[-3000:]
+        status, text = done.stdout.split("\n", 1)
+        assert int(status) == CODES["TSFFI_OK"], text
+        assert json.loads(text)["library"].startswith(str(shared / "bundle") + "/")
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

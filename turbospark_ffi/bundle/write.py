@@ -210,6 +210,7 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
     scratch = Path(tempfile.mkdtemp(prefix="turbospark-bundle-"))
     try:
         info = write(work, scratch)
+        _loadable_by_everyone(work)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             os.rename(out, old / "bundle")
@@ -224,6 +225,22 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
         shutil.rmtree(scratch, ignore_errors=True)
     info.root = out
     return info
+
+
+def _loadable_by_everyone(root: Path) -> None:
+    """Modes an app's other users can load: directories 0755, files 0755 when
+    executable by their owner (libraries, scripts) else 0644. mkdtemp made
+    `root` 0700 (another user of the machine could not load the bundle), and
+    a umask like 077 narrows every file written inside; a bundle is shipped,
+    so its modes must not depend on either. Symbolic links have no mode of
+    their own to set."""
+    for path in [root, *root.rglob("*")]:
+        if path.is_symlink():
+            continue
+        if path.is_dir():
+            os.chmod(path, 0o755)
+        else:
+            os.chmod(path, 0o755 if path.stat().st_mode & 0o100 else 0o644)
 
 
 def _checked_target(out_dir: str | os.PathLike, force: bool) -> Path:
