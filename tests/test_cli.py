@@ -43,12 +43,14 @@ def _env(**overrides: str | None) -> dict:
     return env
 
 
-def run(*args, env: dict | None = None, json_out: bool | None = None):
+def run(*args, env: dict | None = None, json_out: bool | None = None, whole: tuple = ()):
     """Run `python -m turbospark_ffi ARGS` and check what holds of every run.
 
     `json_out`: the output is for machines (--json, config's flags), so it is
     not wrapped to 80 columns; by default, whether `--json` or `config` is in
-    ARGS (config's --help is for people and is checked)."""
+    ARGS (config's --help is for people and is checked). `whole`: the paths
+    in ARGS that may hold spaces, each printed on one line whatever its
+    length."""
     result = subprocess.run([sys.executable, "-m", "turbospark_ffi", *map(_arg, args)],
                             cwd=ROOT, capture_output=True, text=True,
                             env=_env() if env is None else env, timeout=120)
@@ -60,7 +62,7 @@ def run(*args, env: dict | None = None, json_out: bool | None = None):
     if json_out is None:
         json_out = "--json" in args or (args[:1] == ("config",) and "--help" not in args)
     if not json_out:
-        assert_fits_80(result.stdout)
+        assert_fits_80(result.stdout, whole=tuple(map(str, whole)))
     assert ESC not in result.stdout and ESC not in result.stderr
     return result
 
@@ -69,9 +71,17 @@ def _arg(a):
     return a if isinstance(a, bytes) else str(a)
 
 
-def assert_fits_80(text: str) -> None:
+def assert_fits_80(text: str, whole: tuple[str, ...] = ()) -> None:
+    """Every line within 80 columns, but for one that holds a path or a word
+    longer than fits, whole (a copied path must be the real one): it ends
+    the line (punctuation aside), after at most a label."""
     for line in text.splitlines():
-        assert len(line) <= 80, f"{len(line)} columns: {line!r}"
+        if len(line) <= 80:
+            continue
+        body = line.rstrip(":,;.")
+        kept = [s for s in (*whole, *body.split()[-1:]) if body.endswith(s)]
+        assert kept and len(body[:-len(kept[0])].split()) <= 1, \
+            f"{len(line)} columns: {line!r}"
 
 
 def squash(text: str) -> str:
@@ -488,8 +498,37 @@ def test_plan_refused_exits_2_with_the_message_verbatim(installs, abi, name, fla
     assert status == 2 and text is None
     assert error.startswith("--speculative was asked for but cannot be served: ")
     assert r.returncode == 2
-    assert r.stdout == ""
+    # Plain words: what the refusal means on stdout (the message names the
+    # engine's flag); --json: nothing, as the C ABI returns no result.
+    if as_json:
+        assert r.stdout == ""
+    else:
+        install, options, rest = r.stdout.split("\n", 2)
+        assert install == f"install      {installs[name]}"
+        assert options.startswith("options      ")
+        assert json.loads(options[13:]) == json.loads(flags_to_options(flags))
+        assert rest == REFUSED_WORDS
     assert r.stderr == error + "\n"
+
+
+REFUSED_WORDS = ("speculation  REFUSED: the named block cannot be served on this install (exit\n"
+                 "             status 2); the message on stderr is the engine's, verbatim, and\n"
+                 "             its \"--speculative\" is the engine's own command-line flag: "
+                 "here it\n"
+                 "             is --speculation, option key speculation\n")
+
+
+def test_plan_refused_says_the_message_names_the_engine_s_flag(installs):
+    """The person typed --speculation and reads about --speculative: the
+    words on stdout say whose flag that is (the message itself stays the
+    engine's, verbatim, alone on stderr)."""
+    r = run("plan", installs["dflash"], "--speculation", "2")
+    assert r.returncode == 2
+    assert r.stderr.startswith("--speculative was asked for but cannot be served: ")
+    assert "\"--speculative\" is the engine's own command-line flag: here it" in r.stdout
+    assert "is --speculation, option key speculation" in r.stdout
+    helped = run("plan", "--help").stdout
+    assert "the engine's own command line calls it --speculative" in squash(helped)
 
 
 INVALID = [
@@ -1020,9 +1059,10 @@ def test_make_install_into_a_store_records_the_row(tmp_path, abi):
     r = run("make-install", "--store", store, "--alias", "qwen-mtp", "--mtp")
     target = store / "models" / "text" / "qwen-mtp.gturbo"
     assert r.returncode == 0, r.stderr
-    assert r.stdout.endswith(textwrap.fill(f"recorded 'qwen-mtp' in {store / 'installed.json'}",
-                                           79, subsequent_indent="  ",
-                                           break_on_hyphens=False) + "\n")
+    # The path whole on a line of its own when it does not fit beside the words.
+    recorded = f"recorded 'qwen-mtp' in {store / 'installed.json'}"
+    assert r.stdout.endswith(recorded + "\n" if len(recorded) <= 79 else
+                             f"recorded 'qwen-mtp' in\n  {store / 'installed.json'}\n")
     elsewhere = tmp_path / "elsewhere" / "dfl"
     r = run("make-install", elsewhere, "--store", store, "--alias", "qwen-dflash", "--dflash")
     assert r.returncode == 0, r.stderr
@@ -1142,3 +1182,95 @@ def test_make_install_never_overwrites_a_corrupt_installed_json(tmp_path):
                                f"it in the store at {store}: {store / 'installed.json'} is not "
                                "valid JSON")
     assert (store / "installed.json").read_text() == "[{not json"
+
+
+# ---------------------------------------------------------------------------
+# Paths are never split: a path copied from the output is the real one.
+
+# A directory name long enough that no row can hold it beside its label, with
+# spaces where a wrap would otherwise break it.
+LONG_DIR = ("a directory with spaces in its name",
+            "and-a-very-long-component-name-that-goes-on-and-on-and-on-past-the-margin", "model")
+
+
+@pytest.fixture(scope="module")
+def long_install(tmp_path_factory) -> Path:
+    from turbospark_ffi.install_writer import write_install
+    return Path(write_install(tmp_path_factory.mktemp("paths").joinpath(*LONG_DIR), mtp=True))
+
+
+# (command, where its output names the directory: the lines that must be
+# printed exactly, {dir} standing for the path)
+PATH_RENDERINGS = [
+    (["plan"], ["install      {dir}"]),
+    (["plan", "--speculation", "2"], ["install      {dir}"]),
+    (["inspect"], ["install           {dir}"]),
+    (["choices"], ["install  {dir}"]),
+]
+
+
+@pytest.mark.parametrize("command,lines", PATH_RENDERINGS,
+                         ids=[" ".join(command) for command, _ in PATH_RENDERINGS])
+def test_reports_print_the_install_path_whole(long_install, command, lines):
+    r = run(command[0], long_install, *command[1:], whole=(long_install,))
+    assert r.returncode == 0
+    printed = r.stdout.splitlines()
+    for line in lines:
+        assert line.format(dir=long_install) in printed, r.stdout
+
+
+def test_make_install_prints_the_path_it_wrote_whole(tmp_path):
+    target = tmp_path.joinpath(*LONG_DIR)
+    r = run("make-install", target, "--mtp", whole=(target,))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (f"wrote\n  {target}:\n"
+                        "  71 entries, MTP head, dense, probe dtype 4 (INT4 affine)\n")
+
+
+WRAPS = [
+    # (text, width, keep, lines)
+    ("see /a/very/long/path/name now", 10, (), ["see", "/a/very/long/path/name", "now"]),
+    ("in /models/my model/x then", 12, ("/models/my model/x",),
+     ["in", "/models/my model/x", "then"]),
+    ("in /models/my model/x then", 12, (), ["in", "/models/my", "model/x then"]),
+    ("a mtp.fc.weight-like-name b", 8, (), ["a", "mtp.fc.weight-like-name", "b"]),
+    ("short text", 79, ("short text",), ["short text"]),
+]
+
+
+@pytest.mark.parametrize("text,width,keep,lines", WRAPS)
+def test_wrap_never_breaks_a_word_or_a_kept_path(text, width, keep, lines):
+    from turbospark_ffi.cli.report import wrap
+    assert wrap(text, width, keep=keep) == lines
+
+
+# ---------------------------------------------------------------------------
+# config --pkg-config-dir creates at most the directory named
+
+def test_config_pkg_config_dir_creates_only_the_last_component(tmp_path):
+    from turbospark_ffi import native
+    r = run("config", "--pkg-config-dir", tmp_path / "new")
+    assert r.returncode == 0 and r.stdout == f"{tmp_path / 'new' / 'tsffi.pc'}\n"
+    assert (tmp_path / "new" / "tsffi.pc").read_text() == native.pkg_config()
+
+
+PKG_CONFIG_DIR_REFUSALS = [
+    # (DIR relative to tmp_path, what exists first, the error after "got 'DIR'")
+    ("missing/x/y", None, ", whose parent {tmp}/missing/x is not an existing directory (no "
+     "directory was created); accepts an existing directory, or a new one inside an existing "
+     "directory (created as mkdir creates it)"),
+    ("a-file", "file", ", which exists and is not a directory; accepts an existing directory, "
+     "or a new one inside an existing directory (created as mkdir creates it)"),
+]
+
+
+@pytest.mark.parametrize("rel,exists,error", PKG_CONFIG_DIR_REFUSALS)
+def test_config_pkg_config_dir_refuses_a_missing_parent(tmp_path, rel, exists, error):
+    if exists == "file":
+        (tmp_path / rel).write_text("not a directory")
+    before = sorted(tmp_path.rglob("*"))
+    r = run("config", "--pkg-config-dir", tmp_path / rel)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == (f"turbospark-ffi config: --pkg-config-dir: got '{tmp_path / rel}'"
+                        + error.format(tmp=tmp_path) + "\n")
+    assert sorted(tmp_path.rglob("*")) == before  # nothing was created

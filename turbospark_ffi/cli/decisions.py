@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from .common import EXIT_OK, EXIT_REFUSED, Formatter, request_for, text_arg, write_json
-from .report import WIDTH, Report, yes_no
+from .report import WIDTH, Report, wrap, yes_no
 
 __all__ = ["register", "plan_options", "run_plan", "run_choices"]
 
@@ -20,9 +20,10 @@ a host passes to tsffi_speculation_plan; --json prints exactly what that call
 returns for it. DIR may be an installed alias, resolved as in inspect.
 
 Exit status: 0 planned (speculation on or off); 2 refused: a named block
-that cannot be served, with the library's message on stderr, verbatim; 1 an
-invalid argument: one line naming the option key, the value and the
-accepted set.
+that cannot be served, with the engine's message on stderr, verbatim (it
+names the engine's own flag, --speculative, which is --speculation here) and
+what that means on stdout; 1 an invalid argument: one line naming the option
+key, the value and the accepted set.
 """
 
 PLAN_EPILOG = """
@@ -63,7 +64,8 @@ def register(sub) -> None:
     plan.add_argument("dir", metavar="DIR", help="the install directory, or an installed alias")
     plan.add_argument("--speculation", metavar="auto|off|N",
                       help="whether and how far to draft: auto (the default), off, or a "
-                           "block N in 1..15 (option key speculation)")
+                           "block N in 1..15 (option key speculation; the engine's own "
+                           "command line calls it --speculative)")
     plan.add_argument("--speculative-drafter", dest="drafter", metavar="auto|mtp|dflash",
                       help="which drafter: auto (whichever the install carries; the "
                            "default), mtp or dflash (option key speculativeDrafter)")
@@ -147,12 +149,29 @@ def run_plan(args: argparse.Namespace) -> int:
             return write_json(plan_json(req))
         plan = plan_to_dict(req.plan())
     except SpeculationRefused as exc:
+        if not args.json:
+            refused_report(req.model_dir, options_json)
         # The original module's message, verbatim: a host shows exactly this.
         sys.stderr.write(str(exc) + "\n")
         sys.stderr.flush()
         return EXIT_REFUSED
     plan_report(req.model_dir, options_json, args.drafter, plan)
     return EXIT_OK
+
+
+def refused_report(model_dir: str, options_json: str) -> None:
+    """What a refusal means, on stdout before the message goes to stderr
+    (alone, verbatim, one line): the message is the engine's, and the flag it
+    names, --speculative, is the engine's own command line's, not this one's
+    (a person who typed --speculation would look for a flag they never gave)."""
+    out = Report(sys.stdout, 13)
+    out.row("install", model_dir, keep=(model_dir,))
+    out.row("options", options_json)
+    out.row("speculation", f"the named block cannot be served on this install (exit status "
+            f"{EXIT_REFUSED}); the message on stderr is the engine's, verbatim, and its "
+            '"--speculative" is the engine\'s own command-line flag: here it is '
+            "--speculation, option key speculation", status="REFUSED:", tone="bad")
+    out.flush()
 
 
 DRAFTER_NAMES = {"mtp": "MTP head", "dflash": "DFlash2 drafter"}
@@ -168,7 +187,7 @@ def mode_words(policy: dict) -> str:
 def plan_report(model_dir: str, options_json: str, requested: str | None, plan: dict) -> None:
     out = Report(sys.stdout, 13)
     choice, policies, spec = plan["drafter"], plan["draftPolicies"], plan["speculation"]
-    out.row("install", model_dir)
+    out.row("install", model_dir, keep=(model_dir,))
     out.row("options", options_json)
     out.more("(the object a host passes to tsffi_speculation_plan)", tone="dim")
     if spec["block"] is not None:
@@ -273,11 +292,10 @@ def grid_lines(out: Report, items, notes: Footnotes) -> list[str]:
 
 
 def choices_report(table, options_json: str) -> None:
-    import textwrap
     from ..errors import SpeculationRefused
     from ..policy import REFUSAL_PREFIX
     out = Report(sys.stdout, 9)
-    out.row("install", table.model_dir)
+    out.row("install", table.model_dir, keep=(table.model_dir,))
     out.row("options", options_json)
     out.more("(held for every item; each cell is tsffi_speculation_plan with that "
              "row's speculation and that column's speculativeDrafter added)", tone="dim")
@@ -287,11 +305,10 @@ def choices_report(table, options_json: str) -> None:
     out.lines.extend(grid_lines(out, table.choices, notes))
     out.lines.append("")
     for number, text in enumerate(notes.texts, 1):
-        out.lines.extend(textwrap.wrap(text, WIDTH, initial_indent=f"[{number}] ".ljust(5),
-                                       subsequent_indent=" " * 5, break_on_hyphens=False))
+        out.lines.extend(wrap(text, WIDTH, initial_indent=f"[{number}] ".ljust(5),
+                              subsequent_indent=" " * 5))
     if any(item.plan is None for item in table.choices):
-        out.lines.extend(textwrap.wrap(
+        out.lines.extend(wrap(
             f'refused: the plan call fails (status {SpeculationRefused.status}) with '
-            f'"{REFUSAL_PREFIX.strip()} " followed by the numbered text, verbatim', WIDTH,
-            break_on_hyphens=False))
+            f'"{REFUSAL_PREFIX.strip()} " followed by the numbered text, verbatim', WIDTH))
     out.flush()

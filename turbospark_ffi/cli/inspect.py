@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return write_json(install_info_json(req))
     info = install_info_to_dict(req.snapshot)
     out = Report(sys.stdout, 18)
-    out.row("install", info["modelDir"])
+    out.row("install", info["modelDir"], keep=(info["modelDir"],))
     index_rows(out, info)
     drafter_rows(out, "MTP head", info["mtpHead"], "mtp.fc.weight")
     drafter_rows(out, "DFlash2 drafter", info["dflashDrafter"], "dflash.fc.weight")

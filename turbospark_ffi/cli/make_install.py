@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from .common import EXIT_OK, CliError, Formatter, text_arg
-from .report import WIDTH, number, plural
+from .report import WIDTH, number, plural, wrap
 
 __all__ = ["register", "run", "probe_dtype", "MAX_LAYERS", "MAX_EXPERTS", "MAX_ROUTED_EXPERTS"]
 
@@ -196,14 +196,13 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             raise CliError(f"wrote {path}, but cannot record it in the store at {args.store}: "
                            f"{getattr(exc, 'strerror', None) or exc}") from None
-        say(f"recorded {alias!r} in {recorded}")
+        say(f"recorded {alias!r} in {recorded}", keep=(str(recorded),))
     return EXIT_OK
 
 
-def say(line: str) -> None:
-    import textwrap
-    sys.stdout.write(textwrap.fill(line, WIDTH, subsequent_indent="  ",
-                                   break_on_hyphens=False) + "\n")
+def say(line: str, keep: tuple[str, ...] = ()) -> None:
+    """One report line, wrapped; the paths in `keep` are never split."""
+    sys.stdout.write("\n".join(wrap(line, WIDTH, keep=keep, subsequent_indent="  ")) + "\n")
     sys.stdout.flush()
 
 
@@ -225,4 +224,4 @@ def summary(path: str) -> None:
                      f"({probe['dtypeName'] or 'not a known dtype tag'})")
     elif probe is None:
         parts.append("no full-attention layer")
-    say(f"wrote {path}: " + ", ".join(parts))
+    say(f"wrote {path}: " + ", ".join(parts), keep=(path,))

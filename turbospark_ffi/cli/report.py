@@ -3,11 +3,28 @@ columns, colour only on a terminal without NO_COLOR, numbers in words."""
 
 from __future__ import annotations
 
-__all__ = ["WIDTH", "Report", "colour_wanted", "number", "plural", "yes_no"]
+__all__ = ["WIDTH", "Report", "colour_wanted", "number", "plural", "wrap", "yes_no"]
 
 # Output fits an 80-column terminal; one column spare so that a line of full
 # width never makes a terminal wrap on its own.
 WIDTH = 79
+
+# What stands in for a space inside a text `wrap` keeps whole: not whitespace
+# to textwrap, and never in a path (POSIX paths cannot hold NUL).
+_KEPT_SPACE = "\0"
+
+
+def wrap(text: str, width: int, *, keep: tuple[str, ...] = (), **kwargs) -> list[str]:
+    """`text` wrapped to `width` without ever breaking a word (a path or a
+    tensor name copied from a terminal must be the real one), and with each
+    string of `keep` (a path that may hold spaces) on one line whole. A word
+    longer than the width gets a line of its own, longer than the width."""
+    import textwrap
+    kept = [k for k in keep if k and " " in k and _KEPT_SPACE not in text]
+    for k in kept:
+        text = text.replace(k, k.replace(" ", _KEPT_SPACE))
+    lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False, **kwargs)
+    return [line.replace(_KEPT_SPACE, " ") for line in lines] if kept else lines
 
 
 def colour_wanted(stream) -> bool:
@@ -41,13 +58,13 @@ class Report:
         return f"\033[1m{text}\033[0m" if self.colour and text else text
 
     def row(self, label: str, text: str = "", *, status: str = "", tone: str | None = None,
-            indent: int = 0) -> None:
-        import textwrap
+            indent: int = 0, keep: tuple[str, ...] = ()) -> None:
+        """One row; `keep`: strings of `text` never split across lines (paths)."""
         lead = " " * indent + label
         pad = max(self.label_width, len(lead) + 2)
         body = status + (" " + text if status and text else text)
         width = WIDTH - pad
-        lines = textwrap.wrap(body, width, break_on_hyphens=False) or [""]
+        lines = wrap(body, width, keep=keep) or [""]
         if status and lines[0].startswith(status):
             lines[0] = self.paint(status, tone) + lines[0][len(status):]
         head = self.bold(lead) + " " * (pad - len(lead))
@@ -56,9 +73,8 @@ class Report:
 
     def more(self, text: str, *, tone: str | None = None, extra_indent: int = 0) -> None:
         """A continuation line (or lines) under the value column."""
-        import textwrap
         pad = self.label_width + extra_indent
-        for line in textwrap.wrap(text, WIDTH - pad, break_on_hyphens=False) or [""]:
+        for line in wrap(text, WIDTH - pad) or [""]:
             self.lines.append(" " * pad + self.paint(line, tone))
 
     def flush(self) -> None:
