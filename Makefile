@@ -1,13 +1,15 @@
 # Two commands do all the set-up on a fresh machine (see README.md):
-#   make demo   installs the library into .venv and runs the main job through the C ABI
+#   make demo   installs the library alone into .venv and runs the main job through the C ABI
 #   make test   installs it with the test tools and runs every test
+# and one runs the C-ABI and host tests on every other shared CPython found:
+#   make test-pythons   (.ci/pythons; CI runs it too)
 # and one needs a display:
 #   make gui    builds the GTK 4 settings window (examples/gtk) and opens it
 PYTHON ?= python3
 VENV ?= .venv
 VPY := $(VENV)/bin/python
 
-.PHONY: demo test gui install venv clean
+.PHONY: demo test test-pythons gui install install-library venv clean
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +20,13 @@ venv: $(VPY)
 install: $(VPY)
 	$(VPY) -m pip install -q ".[test]"
 
-demo: install
+# The demo needs the library and its cffi only, not the test tools (ziglang
+# alone is 411 MB); it says so, since pip -q is silent for a while.
+install-library: $(VPY)
+	@echo "make demo: installing the library (and cffi) into $(VENV); the test tools come with make test"
+	$(VPY) -m pip install -q .
+
+demo: install-library
 	mkdir -p build
 	cc -std=c99 -Wall -Wextra -Werror -pedantic -o build/plan_host examples/plan_host.c \
 	    $$($(VENV)/bin/turbospark-ffi config --cflags --libs)
@@ -44,6 +52,10 @@ gui: install
 test: install
 	$(VPY) -m pytest -q tests
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash swift/run-tests.sh
+
+# EXCEPT=PYTHON leaves out that Python's X.Y (CI: the one make test used).
+test-pythons:
+	$(PYTHON) .ci/pythons $(if $(EXCEPT),--except $(EXCEPT))
 
 clean:
 	rm -rf build $(VENV) turbospark_ffi/libtsffi.so turbospark_ffi/libtsffi.dylib turbospark_ffi/include

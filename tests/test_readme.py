@@ -7,7 +7,8 @@ NAME is run here: the block's text is taken from the page itself, so a
 recipe that stops working fails this file. A ```text block may carry a
 marker too: its runner compares it with what a recipe printed. The install is conftest's `pip_installed` (pip's isolated build, a
 fresh venv); its `bin/` comes first on PATH, as after `make demo` with the
-venv on PATH. Each shell block runs with `bash -euo pipefail` in a fresh
+venv on PATH, but for the README's C build recipe, which runs from a shell
+without it (the recipe's own first line puts it there). Each shell block runs with `bash -euo pipefail` in a fresh
 directory holding `app.c` (the C block), never in the checkout.
 """
 
@@ -133,10 +134,23 @@ def run_c_app(workdir, pip_installed, **_):
         assert result.returncode == 0, (compiler, result.stderr)
 
 
+def newcomer_env(user_env: dict, pip_installed) -> dict:
+    """A fresh shell: the install's bin/ NOT on PATH (the recipe must put it
+    there itself, as a newcomer types it)."""
+    env = dict(user_env)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if p != str(pip_installed.bin))
+    assert shutil.which("turbospark-ffi", path=env["PATH"]) is None
+    return env
+
+
 def run_c_build(workdir, user_env, pip_installed, **_):
-    """The build recipe, and the output the README shows for it, word for
-    word but for where the samples are installed."""
-    out = run_block(BY_NAME["c-build"], workdir, user_env).stdout
+    """The build recipe, run as a newcomer runs it: in the checkout after
+    `make demo` (its .venv here is the fresh install), from a shell whose
+    PATH does not hold .venv/bin; and the output the README shows for it,
+    word for word but for where the samples are installed."""
+    (workdir / ".venv").symlink_to(pip_installed.venv)
+    out = run_block(BY_NAME["c-build"], workdir, newcomer_env(user_env, pip_installed)).stdout
     assert NOTE_IN_JSON in out
     assert out.replace(str(samples(pip_installed)), "$SAMPLES") == BY_NAME["c-build-output"]
     config = run_block("turbospark-ffi config --cflags", workdir, user_env).stdout
