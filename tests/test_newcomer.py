@@ -81,3 +81,16 @@ def test_pyproject_names_the_pythons_ci_ran():
     assert versions == ["3.11", "3.12", "3.13"]
     readme = (ROOT / "README.md").read_text()
     assert "Python 3.11, 3.12 or 3.13" in readme
+
+
+def test_no_test_prints_past_pytest_s_capture():
+    """`make test` (pytest -q) prints dots, and a failure's report: no test
+    switches capture off to print a table among the dots (a resolver table
+    printed that way was ~40 lines of every run)."""
+    import re
+    offenders = [f"{path.name}:{n}" for path in sorted((ROOT / "tests").glob("*.py"))
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if re.search(r"\b(capsys|capfd|capsysbinary|capfdbinary)\.disabled\(|"
+                              r"sys\.__stdout__|sys\.__stderr__|/dev/tty", line)
+                 and path.name != "test_newcomer.py"]
+    assert offenders == []
