@@ -48,8 +48,8 @@ def stem(message: str) -> str:
 
 def c_messages() -> list[str]:
     src = (ROOT / "src" / "tsffi_embed.c").read_text()
-    found = [c_literal(m.group(1)) for m in re.finditer(r"tsffi_runtime_fail\(([^;]*)\);", src)
-             if not m.group(1).startswith("const char")]
+    literals = r'((?:\s*"(?:[^"\\]|\\.)*")+)'
+    found = [c_literal(m.group(1)) for m in re.finditer(r"tsffi_runtime_fail\(" + literals, src)]
     for name in ("tsffi_runtime_message[4096] =", "tsffi_forked_message[] ="):
         found.append(c_literal(src.split(name, 1)[1]))
     fallback = re.search(r'snprintf\(message, sizeof message,\s*("[^;]*?),\s*\(int\)status',
@@ -74,7 +74,7 @@ MESSAGES = [stem(m) for m in c_messages() + python_messages()]
 def test_the_sources_give_the_messages_this_test_expects():
     """The extraction itself: it sees the known messages (so an empty list
     cannot pass), each with a beginning long enough to mean something."""
-    assert len(c_messages()) >= 12, c_messages()
+    assert len(c_messages()) >= 13, c_messages()
     assert len(python_messages()) == 3, python_messages()
     assert "cffi is missing: cannot import its backend _cffi_backend" in MESSAGES
     assert "refusing to import Python code from" in MESSAGES
