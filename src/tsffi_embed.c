@@ -439,6 +439,44 @@ static int tsffi_privileged_group(gid_t gid) {
     return gid == TSFFI_ROOT_GID;
 }
 
+/* The owner rule's one exception: a directory inside the same app as this
+ * library -- both under one `<name>.app/Contents/` -- is trusted by where it
+ * sits, not by who owns it. An app copied into /Applications by one account
+ * and opened by another is owned by the first; that owner can already replace
+ * the app's own executable, which this process runs, so files beside it in
+ * Contents/ give the owner nothing more. The folders from the directory up to
+ * the .app must still be closed to everyone else (not writable by everyone,
+ * nor by a group that is not privileged): 0 when one is not, or when the
+ * directory is not inside this library's app. Signing seals Contents/ (and
+ * Gatekeeper checks the seal); ownership of a copied app proves nothing. */
+static int tsffi_inside_app_contents(const char *path) {
+    static const char mark[] = ".app/Contents/";
+    const char *at = NULL, *p = tsffi_library_path;
+    char dir[PATH_MAX];
+    size_t prefix, app_len;
+    struct stat st;
+    while ((p = strstr(p, mark)) != NULL)
+        at = p++;
+    if (at == NULL)
+        return 0;
+    prefix = (size_t)(at - tsffi_library_path) + sizeof mark - 1;
+    app_len = (size_t)(at - tsffi_library_path) + 4; /* ".../<name>.app" */
+    if (strncmp(path, tsffi_library_path, prefix) != 0 || strlen(path) >= sizeof dir)
+        return 0;
+    snprintf(dir, sizeof dir, "%s", path);
+    while (strlen(dir) >= app_len) {
+        char *slash;
+        if (stat(dir, &st) != 0 || (st.st_mode & S_IWOTH) ||
+            ((st.st_mode & S_IWGRP) && !tsffi_privileged_group(st.st_gid)))
+            return 0;
+        slash = strrchr(dir, '/');
+        if (slash == NULL || slash == dir)
+            break;
+        *slash = '\0';
+    }
+    return 1;
+}
+
 /* 1 when path may be imported from (or does not exist: nothing to plant in,
  * and the import says what is missing); else 0, with why (owner, group, mode
  * and the rule it breaks) written to why. */
@@ -448,7 +486,7 @@ static int tsffi_trusted_dir(const char *path, char *why, size_t cap) {
     uid_t euid = geteuid();
     if (stat(path, &st) != 0)
         return 1;
-    if (st.st_uid != 0 && st.st_uid != euid)
+    if (st.st_uid != 0 && st.st_uid != euid && !tsffi_inside_app_contents(path))
         broken = "its owner is neither root nor the user this process runs as";
     else if (st.st_mode & S_IWOTH)
         broken = "everyone may write to it";
@@ -635,35 +673,32 @@ static int tsffi_check_search_path(struct tsffi_layout *L) {
     return 0;
 }
 
-/* Inside a Mac app (turbospark-ffi bundle given a Mach-O library; see
- * turbospark_ffi/bundle/macos.py): Apple wants code under Contents/Frameworks and
- * data under Contents/Resources, so the interpreter is split between them --
- * Frameworks/libtsffi.dylib (this library), Frameworks/tsffi-python/ (extension
- * modules, cffi's backend) and Resources/tsffi-python/ (home: marker, standard
- * library zip, the package). Nothing here depends on the platform, so the
- * lookup is the same on Linux, where tests/test_bundle_macos.py runs it.
+/* Inside Tsffi.framework (turbospark-ffi bundle given a Mach-O library; see
+ * turbospark_ffi/bundle/macos.py): the library is the framework's binary,
+ * Versions/A/Tsffi; every other Mach-O file sits flat in Versions/A/Frameworks
+ * (where Apple's rules put a framework's nested code: libpython, the extension
+ * modules, cffi's backend), and the interpreter's data in
+ * Versions/A/Resources/tsffi-python (home: marker, standard library zip, the
+ * package). Nothing here depends on the platform, so the lookup is the same
+ * on Linux, where tests/test_bundle_macos.py runs it.
  * 1: found and filled in; 0: not this layout; -1: a path too long. */
 #define TSFFI_APP_DIRNAME "tsffi-python" /* bundle/macos.py APP_DIRNAME */
 
 static int tsffi_find_app_layout(const char *lib_dir, struct tsffi_layout *L) {
-    char up[PATH_MAX], contents[PATH_MAX], marker[PATH_MAX], code[PATH_MAX];
-    if (snprintf(up, sizeof up, "%s/..", lib_dir) >= (int)sizeof up)
-        return -1;
-    if (realpath(up, contents) == NULL ||
-        !tsffi_join(marker, sizeof marker, contents,
+    char marker[PATH_MAX], code[PATH_MAX];
+    if (!tsffi_join(marker, sizeof marker, lib_dir,
                     "Resources/" TSFFI_APP_DIRNAME "/turbospark_bundle.txt") ||
         !tsffi_is_file(marker))
         return 0;
     L->bundled = 1;
-    if (!tsffi_join(L->home, sizeof L->home, contents, "Resources/" TSFFI_APP_DIRNAME) ||
-        !tsffi_join(code, sizeof code, contents, "Frameworks/" TSFFI_APP_DIRNAME) ||
+    if (!tsffi_join(L->home, sizeof L->home, lib_dir, "Resources/" TSFFI_APP_DIRNAME) ||
+        !tsffi_join(code, sizeof code, lib_dir, "Frameworks") ||
         !tsffi_join(L->stdlib_zip, sizeof L->stdlib_zip, L->home, TSFFI_BUILD_STDLIB_ZIP_NAME) ||
         !tsffi_join(L->stdlib, sizeof L->stdlib, L->home, "lib/" TSFFI_BUILD_PYTHON_DIRNAME) ||
-        !tsffi_join(L->dynload, sizeof L->dynload, code, "lib-dynload") ||
-        !tsffi_join(L->package_parent, sizeof L->package_parent, L->home, "site-packages") ||
-        !tsffi_join(L->cffi_dir, sizeof L->cffi_dir, code, "site-packages"))
+        snprintf(L->dynload, sizeof L->dynload, "%s", code) >= (int)sizeof L->dynload ||
+        !tsffi_join(L->package_parent, sizeof L->package_parent, L->home, "site-packages"))
         return -1;
-    return 1;
+    return 1; /* cffi's backend is among the extension modules: no cffi_dir */
 }
 
 static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {

@@ -7,7 +7,7 @@
 // `TurboSpark` over C module `CTurboSpark`, docs/ENGINE.md section 7) and
 // uses the engine's names unqualified, so nothing here is one of them: the
 // module says what it is for (`SpeculationPreview`), and the names that
-// mirror the C library carry its prefix (`CTsffi` over tsffi.h, `Tsffi`
+// mirror the C library carry its prefix (C module `Tsffi` over tsffi.h, `Tsffi`
 // for its calls, `TsffiError`, `TsffiStatus`), as its C functions carry
 // `tsffi_`. No type is named after the module, so `SpeculationPreview.X`
 // still picks this package's X should a later engine declare an X too.
@@ -20,12 +20,36 @@
 // Swift 6.3 on Linux builds and runs this here; 6.0-6.2 and macOS are
 // checked by reading (README, "From Swift").
 //
-// Finding the library: the C module reads the header and the library the way
-// any native host does, through pkg-config, from the tsffi.pc that
-// `turbospark-ffi config --pkg-config-dir DIR` (or `python3 -m turbospark_ffi
-// config --pkg-config-dir DIR`) writes, with DIR on PKG_CONFIG_PATH.
-// run-tests.sh does exactly that.
+// Finding the library, one C module name (`Tsffi`) on both systems, chosen
+// by the system that evaluates this manifest (SwiftPM compiles it for the
+// host, so `#if os(macOS)` is the host's OS):
+// - macOS: `Tsffi.xcframework` beside this file, a binary target, which
+//   `turbospark-ffi bundle` writes from a macOS build (docs/swift.md, "Add the
+//   package"; the folder is not in the repository: it is built). Xcode embeds
+//   and signs its framework with the app; the framework carries libtsffi and
+//   its Python, and its module map is `framework module Tsffi`.
+// - elsewhere (Linux): the system library over tsffi.h that pkg-config finds,
+//   from the tsffi.pc that `turbospark-ffi config --pkg-config-dir DIR` (or
+//   `python3 -m turbospark_ffi config --pkg-config-dir DIR`) writes, with DIR
+//   on PKG_CONFIG_PATH. run-tests.sh does exactly that.
+// No unsafeFlags either way: SwiftPM refuses them in a package that is not
+// the root, which this one never is in an app.
+//
+// Identity: SwiftPM names a local package by its folder. This folder is
+// `swift`; the repository's top-level `SpeculationPreview` is a link to it,
+// so a package that depends on `.package(path: ".../SpeculationPreview")`
+// names it `package: "SpeculationPreview"` (swift/Fixtures/EngineApp does).
 import PackageDescription
+
+#if os(macOS)
+let hostIsMac = true
+#else
+let hostIsMac = false
+#endif
+
+let cModule: Target = hostIsMac
+    ? .binaryTarget(name: "Tsffi", path: "Tsffi.xcframework")
+    : .systemLibrary(name: "Tsffi", path: "Sources/CTsffi", pkgConfig: "tsffi")
 
 let package = Package(
     name: "SpeculationPreview",
@@ -34,21 +58,17 @@ let package = Package(
         .library(name: "SpeculationPreview", targets: ["SpeculationPreview"]),
     ],
     targets: [
-        // The C ABI as a Clang module: module.modulemap + a shim that includes
-        // <tsffi.h> from the -I pkg-config gives, and `link "tsffi"` so
-        // importing the module links the library.
-        .systemLibrary(
-            name: "CTsffi",
-            path: "Sources/CTsffi",
-            pkgConfig: "tsffi"
-        ),
+        // The C ABI as a Clang module. On Linux: module.modulemap + a shim
+        // that includes <tsffi.h> from the -I pkg-config gives, and
+        // `link "tsffi"` so importing the module links the library.
+        cModule,
         .target(
             name: "SpeculationPreview",
-            dependencies: ["CTsffi"]
+            dependencies: ["Tsffi"]
         ),
         .testTarget(
             name: "SpeculationPreviewTests",
-            dependencies: ["SpeculationPreview", "CTsffi"]
+            dependencies: ["SpeculationPreview", "Tsffi"]
         ),
     ]
 )

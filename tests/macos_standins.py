@@ -17,6 +17,7 @@ itself, cross-built by tests/macos_cross.py (the macOS build's check).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -51,7 +52,9 @@ def cffi_macos_wheel(cache: Path, arch: str = "arm64") -> Path:
     here, so backend and package agree), downloaded once into `cache` by
     pip; an unreachable registry fails the test saying so."""
     import cffi
-    platform = {"arm64": "macosx_11_0_arm64", "x86_64": "macosx_10_13_x86_64"}[arch]
+    # macOS 11 for both: pip accepts any older tag too (cffi 2.1 builds x86_64
+    # for 10.15, older releases for 10.13).
+    platform = {"arm64": "macosx_11_0_arm64", "x86_64": "macosx_11_0_x86_64"}[arch]
     cache.mkdir(parents=True, exist_ok=True)
     pattern = f"cffi-{cffi.__version__}-cp{PY.replace('.', '')}-*{arch}*.whl"
     found = sorted(cache.glob(pattern))
@@ -138,3 +141,21 @@ def build_python_framework(dest: Path, *, archs: list[str], wheel: Path, symbols
         zf.extractall(site)
     shutil.rmtree(src)
     return home
+
+
+def universal_backend(home: Path, x86_wheel: Path) -> Path:
+    """Make the framework's cffi backend (from the arm64 wheel) universal,
+    as python.org's universal2 Python needs: its arm64 file joined by lipo
+    with the x86_64 wheel's. Returns the backend's path."""
+    site = home / "lib" / f"python{PY}" / "site-packages"
+    backend = sorted(site.glob("_cffi_backend*.so"))[0]
+    with zipfile.ZipFile(x86_wheel) as zf:
+        member = next(n for n in zf.namelist() if n.startswith("_cffi_backend") and
+                      n.endswith(".so"))
+        x86 = home.parent / f".x86_64-{member}"
+        x86.write_bytes(zf.read(member))
+    joined = backend.with_name(backend.name + ".universal")
+    mc.lipo([backend, x86], joined)
+    os.replace(joined, backend)
+    x86.unlink()
+    return backend

@@ -410,7 +410,7 @@ def test_bundle_layout(built):
     assert (moved / "include" / "tsffi.h").read_bytes() == \
         (ROOT / "include" / "tsffi.h").read_bytes()
     modulemap = (moved / "module.modulemap").read_text()
-    assert "module CTsffi {" in modulemap
+    assert "module Tsffi {" in modulemap
     assert 'header "include/tsffi.h"' in modulemap
     assert 'link "tsffi"' in modulemap and "export *" in modulemap
     pc = (moved / "lib" / "pkgconfig" / "tsffi.pc").read_text()

@@ -1,5 +1,6 @@
-"""`turbospark-ffi bundle` with a Mach-O library: the macOS layout an app
-embeds, checked from Linux by resolving every load command as dyld would.
+"""`turbospark-ffi bundle` with a Mach-O library: Tsffi.xcframework, whose
+framework an app embeds, checked from Linux by resolving every load command
+as dyld would, and sign.sh run against a stand-in codesign.
 
 Inputs are real Mach-O files: the library itself, cross-built from the real
 generated C for python.org's Python by the macOS build's check
@@ -7,8 +8,9 @@ generated C for python.org's Python by the macOS build's check
 and a stand-in of python.org's framework (tests/macos_standins.py) -- its
 Python library with python.org's install name, one lib-dynload stand-in per
 module of this Python's, the real standard library's sources, cffi's own
-macOS wheel. The bundle is written, MOVED into an app folder (with a space
-in its name), and then every Mach-O file in it is read with macholib -- not
+macOS wheels (both slices, joined). The bundle is written and MOVED, its
+framework embedded as Xcode does in an app folder (with a space in its
+name), and then every Mach-O file in it is read with macholib -- not
 LIEF, which wrote them -- and each LC_LOAD_DYLIB is resolved: `@rpath/`
 through the image's own LC_RPATHs and then the app's
 `@executable_path/../Frameworks`, `@loader_path/`, `@executable_path/`,
@@ -38,7 +40,7 @@ import pytest
 import macos_cross as mc
 from conftest import LIBRARY, ROOT, build_machine_strings
 from macos_standins import (FRAMEWORK_ID, PY, TAG, build_python_framework, cffi_macos_wheel,
-                            python_imports)
+                            python_imports, universal_backend)
 
 from turbospark_ffi import bundle as bundle_mod
 from turbospark_ffi import native
@@ -191,18 +193,26 @@ def table(app: Path) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Fixtures: the inputs, the bundle, the app it is moved into.
+# Fixtures: the inputs, the bundle, the app its framework is embedded in.
+
+ARCHS = ["arm64", "x86_64"]
+SLICE = "macos-arm64_x86_64"
+FW = "Tsffi.framework"
+VA = f"{FW}/Versions/A"
+
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     """(framework's Versions/X.Y, library, the folder they were built in).
-    The library is arm64, as cffi's arm64 wheel (the backend an Apple
-    silicon Mac gets) is; the framework is universal, as python.org's is."""
+    Both universal, as python.org's Python is: the library's two slices
+    linked apart and joined, cffi's backend joined from its two wheels."""
     base = tmp_path_factory.mktemp("macos-inputs")
     wheel = cffi_macos_wheel(WHEEL_CACHE)
-    library = mc.cross_build_library(base / "lib", "arm64", python="python.org", linker="lld")
-    home = build_python_framework(base / "fw", archs=["arm64", "x86_64"], wheel=wheel,
+    x86_wheel = cffi_macos_wheel(WHEEL_CACHE, "x86_64")
+    library = mc.cross_build_universal(base / "lib", python="python.org")
+    home = build_python_framework(base / "fw", archs=ARCHS, wheel=wheel,
                                   symbols=python_imports(library))
+    universal_backend(home, x86_wheel)
     return home, library, base
 
 
@@ -211,27 +221,40 @@ def _bundle_cli(argv: list[str]) -> int:
     return main(["bundle", *argv])
 
 
+def embed(framework: Path, app: Path) -> Path:
+    """What Xcode's Embed Frameworks phase does: the framework copied, its
+    symlinks kept, into the app's Contents/Frameworks (beside Contents/MacOS,
+    where the executable would be)."""
+    (app / "Contents" / "MacOS").mkdir(parents=True)
+    shutil.copytree(framework, app / "Contents" / "Frameworks" / FW, symlinks=True)
+    return app
+
+
 @pytest.fixture(scope="module")
 def built(inputs, tmp_path_factory):
-    """(the app folder the bundle was moved into, the command's output, where
-    it was written)."""
+    """(the app its framework was embedded in -- after the bundle was moved
+    --, the command's output, where it was written, the moved bundle)."""
     home, library, _ = inputs
     base = tmp_path_factory.mktemp("macos-bundle")
     written = base / "written" / "turbospark"
     proc = subprocess.run([sys.executable, "-m", "turbospark_ffi", "bundle", str(written),
                            "--library", str(library), "--python-home", str(home)],
-                          capture_output=True, text=True, cwd=str(ROOT), timeout=300)
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=600)
     assert proc.returncode == 0, proc.stderr
-    app = base / "Applications" / APP
-    app.parent.mkdir()
-    os.rename(written, app)
+    moved = base / "moved" / "bundle"
+    moved.parent.mkdir()
+    os.rename(written, moved)
     shutil.rmtree(base / "written")
-    return app, proc.stdout, written
+    app = embed(moved / "Tsffi.xcframework" / SLICE / FW, base / "Applications" / APP)
+    return app, proc.stdout, written, moved
 
 
 def _copy_app(app: Path, dest: Path) -> Path:
     shutil.copytree(app, dest, symlinks=True)
     return dest
+
+
+CODE = f"Contents/Frameworks/{VA}/Frameworks"
 
 
 # ---------------------------------------------------------------------------
@@ -241,10 +264,10 @@ def test_resolver_catches_an_absolute_framework_dependency(built, inputs, tmp_pa
     """An extension module as the framework ships it (not rewritten) put in
     the bundle: its absolute /Library/Frameworks dependency is caught, in
     both slices."""
-    app, _, _ = built
+    app = built[0]
     home, _, _ = inputs
     bad = _copy_app(app, tmp_path / APP)
-    rel = f"Contents/Frameworks/tsffi-python/lib-dynload/_json.{TAG}.so"
+    rel = f"{CODE}/_json.{TAG}.so"
     shutil.copyfile(home / "lib" / f"python{PY}" / "lib-dynload" / f"_json.{TAG}.so", bad / rel)
     why = "absolute path outside the app and not a system library"
     assert sorted(failures(bad)) == [(rel, "arm64", FRAMEWORK_ID, why),
@@ -255,21 +278,21 @@ def test_resolver_catches_an_absolute_framework_dependency(built, inputs, tmp_pa
 def test_resolver_catches_a_missing_file(built, tmp_path):
     """The bundled Python removed: every image that loads it fails, each
     saying where it looked."""
-    app, _, _ = built
+    app = built[0]
     bad = _copy_app(app, tmp_path / APP)
-    (bad / "Contents" / "Frameworks" / f"libpython{PY}.dylib").unlink()
+    (bad / CODE / f"libpython{PY}.dylib").unlink()
     got = failures(bad)
-    lib = next(f for f in got if f[0] == "Contents/Frameworks/libtsffi.dylib")
-    assert lib == ("Contents/Frameworks/libtsffi.dylib", "arm64", f"@rpath/libpython{PY}.dylib",
-                   f"not found: no file Contents/Frameworks/libpython{PY}.dylib; "
-                   f"no file Contents/Frameworks/libpython{PY}.dylib")
+    name = f"@rpath/{VA}/Frameworks/libpython{PY}.dylib"
+    miss = f"no file {CODE}/libpython{PY}.dylib"
+    lib = next(f for f in got if f[0] == f"Contents/Frameworks/{VA}/Tsffi" and f[1] == "arm64")
+    assert lib == (f"Contents/Frameworks/{VA}/Tsffi", "arm64", name,
+                   f"not found: {miss}; {miss}")
     ext = next(f for f in got if f[0].endswith(f"/_json.{TAG}.so") and f[1] == "x86_64")
-    assert ext[3] == (f"not found: no file Contents/Frameworks/libpython{PY}.dylib; "
-                      f"no file Contents/Frameworks/libpython{PY}.dylib")
+    assert ext[3] == f"not found: {miss}; {miss}"
     loaders = {(img.rel, img.arch) for img in read_images(app)
-               if ("LOAD_DYLIB", f"@rpath/libpython{PY}.dylib") in img.loads}
-    assert {(f[0], f[1]) for f in got} == loaders and len(loaders) >= 9
-    assert {f[2] for f in got} == {f"@rpath/libpython{PY}.dylib"}
+               if ("LOAD_DYLIB", name) in img.loads}
+    assert {(f[0], f[1]) for f in got} == loaders and len(loaders) == 18
+    assert {f[2] for f in got} == {name}
 
 
 def test_resolver_catches_a_load_that_leaves_the_app(built, tmp_path):
@@ -277,59 +300,61 @@ def test_resolver_catches_a_load_that_leaves_the_app(built, tmp_path):
     (a real file there): found, but outside the app, so caught (the
     hardened runtime refuses such lookups too)."""
     from turbospark_ffi.bundle.macho import relocate_macho
-    app, _, _ = built
+    app = built[0]
     bad = _copy_app(app, tmp_path / APP)
-    lib = bad / "Contents" / "Frameworks" / "libtsffi.dylib"
-    outside = f"@loader_path/../../../libpython{PY}.dylib"
-    relocate_macho(lib, install_name="@rpath/libtsffi.dylib",
-                   renames={f"@rpath/libpython{PY}.dylib": outside}, rpaths=[])
-    shutil.copyfile(bad / "Contents" / "Frameworks" / f"libpython{PY}.dylib",
-                    tmp_path / f"libpython{PY}.dylib")
-    assert failures(bad) == [("Contents/Frameworks/libtsffi.dylib", "arm64", outside,
-                              f"{tmp_path / f'libpython{PY}.dylib'} is outside the app")]
+    lib = bad / "Contents" / "Frameworks" / VA / "Tsffi"
+    outside = f"@loader_path/../../../../../../libpython{PY}.dylib"
+    relocate_macho(lib, install_name=f"@rpath/{VA}/Tsffi",
+                   renames={f"@rpath/{VA}/Frameworks/libpython{PY}.dylib": outside}, rpaths=[])
+    shutil.copyfile(bad / CODE / f"libpython{PY}.dylib", tmp_path / f"libpython{PY}.dylib")
+    why = f"{tmp_path / f'libpython{PY}.dylib'} is outside the app"
+    assert sorted(failures(bad)) == [(f"Contents/Frameworks/{VA}/Tsffi", arch, outside, why)
+                             for arch in ARCHS]
 
 
 # ---------------------------------------------------------------------------
-# The bundle, moved.
+# The bundle, moved, its framework embedded.
 
 # Where each Mach-O file goes and what it must say, written out: (path
-# under Contents/Frameworks, slices, rpaths).
+# under the slice folder -- an app's Contents/Frameworks --, rpaths).
 EXPECTED_CODE = {
-    "libtsffi.dylib": (["arm64"], ["@loader_path"]),
-    f"libpython{PY}.dylib": (["arm64", "x86_64"], []),
-    f"tsffi-python/site-packages/_cffi_backend.{TAG}.so": (["arm64"], []),
+    f"{VA}/Tsffi": ["@loader_path/../../.."],
+    f"{VA}/Frameworks/libpython{PY}.dylib": [],
+    f"{VA}/Frameworks/_cffi_backend.{TAG}.so": [],
 }
-# Measured by the import probe (the same set as the Linux bundle's).
+# Declared (bundle/runtime.py, EXTENSION_MODULES).
 EXPECTED_EXTENSIONS = ["_codecs_cn", "_codecs_hk", "_codecs_iso2022", "_codecs_jp", "_codecs_kr",
                        "_codecs_tw", "_json", "_multibytecodec"]
 
 
 def test_every_load_command_resolves_inside_the_app_or_the_system(built):
-    app, _, _ = built
+    app = built[0]
     text = table(app)
     # Captured: pytest shows it with a failure (or under -s), never among the dots.
     print(f"\n--- resolver table: {app}\n{text}\n---")
     rows = resolve_all(app)
+    python = f"{CODE}/libpython{PY}.dylib"
     assert [r for r in rows if r[4] is None] == []
-    assert {r[4] for r in rows if r[4] != "system"} == {f"Contents/Frameworks/libpython{PY}.dylib"}
+    assert {r[4] for r in rows if r[4] != "system"} == {python}
     assert {r[3] for r in rows if r[4] == "system"} == {"/usr/lib/libSystem.B.dylib",
                                                         "/usr/lib/libffi.dylib"}
-    # Every file loaded: the library and every extension module reach the
-    # bundled Python; the backend needs only the system.
-    loads_python = {r[0] for r in rows if r[4] == f"Contents/Frameworks/libpython{PY}.dylib"}
-    assert loads_python == {"Contents/Frameworks/libtsffi.dylib"} | {
-        f"Contents/Frameworks/tsffi-python/lib-dynload/{m}.{TAG}.so" for m in EXPECTED_EXTENSIONS}
+    # The library and every extension module reach the bundled Python,
+    # through their own rpath; the backend needs only the system.
+    loads_python = {r[0] for r in rows if r[4] == python}
+    assert loads_python == {f"Contents/Frameworks/{VA}/Tsffi"} | {
+        f"{CODE}/{m}.{TAG}.so" for m in EXPECTED_EXTENSIONS}
+    assert {r[5] for r in rows if r[4] == python} == {
+        "via @loader_path/../../..", "via @loader_path/../../../.."}
 
 
 def test_ids_rpaths_and_slices(built):
-    """Every id is @rpath/ and its own path under Frameworks; every rpath
-    leads from the file back to Frameworks; universal files stay
-    universal."""
-    app, _, _ = built
+    """Every id is @rpath/ and its own path under Contents/Frameworks; every
+    rpath leads from the file back to Contents/Frameworks; every file has
+    both slices."""
+    app = built[0]
     expected = dict(EXPECTED_CODE)
     for m in EXPECTED_EXTENSIONS:
-        expected[f"tsffi-python/lib-dynload/{m}.{TAG}.so"] = (["arm64", "x86_64"],
-                                                               ["@loader_path/../.."])
+        expected[f"{VA}/Frameworks/{m}.{TAG}.so"] = ["@loader_path/../../../.."]
     got: dict[str, tuple[list, list]] = {}
     for img in read_images(app):
         rel = img.rel.removeprefix("Contents/Frameworks/")
@@ -340,44 +365,123 @@ def test_ids_rpaths_and_slices(built):
             assert img.install_name == f"@rpath/{rel}", img
         else:
             assert img.filetype == "bundle" and img.install_name is None, img
-    assert {k: (sorted(a), r) for k, (a, r) in got.items()} == expected
+    assert {k: (sorted(a), r) for k, (a, r) in got.items()} == \
+        {k: (ARCHS, r) for k, r in expected.items()}
+    assert got[f"{VA}/Tsffi"] and \
+        next(i for i in read_images(app) if i.rel.endswith("/Tsffi")).install_name == \
+        "@rpath/Tsffi.framework/Versions/A/Tsffi"
+
+
+def _entries(path: Path) -> list[tuple[str, str]]:
+    return sorted((p.name, "-> " + os.readlink(p) if p.is_symlink() else
+                   ("dir" if p.is_dir() else "file")) for p in path.iterdir())
+
+
+def test_the_xcframework_and_the_versioned_framework(built):
+    """The folders as Xcode and codesign expect them, written out: the
+    XCFramework's one slice, the versioned framework (Current -> A, every
+    top-level entry a symlink into Versions/Current)."""
+    _, _, _, out = built
+    assert _entries(out) == [("Tsffi.xcframework", "dir"), ("sign-inputs.xcfilelist", "file"),
+                             ("sign-outputs.xcfilelist", "file"), ("sign.sh", "file")]
+    xc = out / "Tsffi.xcframework"
+    assert _entries(xc) == [("Info.plist", "file"), (SLICE, "dir")]
+    assert _entries(xc / SLICE) == [(FW, "dir")]
+    fw = xc / SLICE / FW
+    assert _entries(fw) == [("Frameworks", "-> Versions/Current/Frameworks"),
+                            ("Headers", "-> Versions/Current/Headers"),
+                            ("Modules", "-> Versions/Current/Modules"),
+                            ("Resources", "-> Versions/Current/Resources"),
+                            ("Tsffi", "-> Versions/Current/Tsffi"), ("Versions", "dir")]
+    assert _entries(fw / "Versions") == [("A", "dir"), ("Current", "-> A")]
+    assert _entries(fw / "Versions" / "A") == [("Frameworks", "dir"), ("Headers", "dir"),
+                                               ("Modules", "dir"), ("Resources", "dir"),
+                                               ("Tsffi", "file")]
+    assert _entries(fw / "Versions" / "A" / "Headers") == [("tsffi.h", "file")]
+    assert (fw / "Headers" / "tsffi.h").read_bytes() == (ROOT / "include" / "tsffi.h").read_bytes()
+    assert (fw / "Modules" / "module.modulemap").read_text() == (
+        'framework module Tsffi {\n    header "tsffi.h"\n    export *\n}\n')
+    assert _entries(fw / "Versions" / "A" / "Resources") == [("Info.plist", "file"),
+                                                             ("tsffi-python", "dir")]
+
+
+def test_the_info_plists_read_back(built):
+    """Both Info.plist files are property lists (plistlib reads them back),
+    with exactly these keys and values."""
+    import plistlib
+    from turbospark_ffi import __version__
+    _, _, _, out = built
+    xc = plistlib.loads((out / "Tsffi.xcframework" / "Info.plist").read_bytes())
+    assert xc == {
+        "AvailableLibraries": [{"BinaryPath": "Tsffi.framework/Versions/A/Tsffi",
+                                "LibraryIdentifier": "macos-arm64_x86_64",
+                                "LibraryPath": "Tsffi.framework",
+                                "SupportedArchitectures": ["arm64", "x86_64"],
+                                "SupportedPlatform": "macos"}],
+        "CFBundlePackageType": "XFWK", "XCFrameworkFormatVersion": "1.0"}
+    info = plistlib.loads((out / "Tsffi.xcframework" / SLICE / VA / "Resources" /
+                           "Info.plist").read_bytes())
+    assert info == {"CFBundleDevelopmentRegion": "en", "CFBundleExecutable": "Tsffi",
+                    "CFBundleIdentifier": "tsffi.Tsffi", "CFBundleInfoDictionaryVersion": "6.0",
+                    "CFBundleName": "Tsffi", "CFBundlePackageType": "FMWK",
+                    "CFBundleShortVersionString": __version__,
+                    "CFBundleSupportedPlatforms": ["MacOSX"], "CFBundleVersion": __version__}
 
 
 def test_placement(built):
-    """Mach-O code under Contents/Frameworks only; Python's files under
-    Contents/Resources only; outside Contents only the developer's side."""
-    app, _, _ = built
-    contents = app / "Contents"
-    assert sorted(p.name for p in app.iterdir()) == ["Contents", "Package.swift", "include",
-                                                     "sign.sh", "swift"]
-    assert sorted(p.name for p in contents.iterdir()) == ["Frameworks", "Resources"]
-    assert sorted(p.name for p in (contents / "Frameworks").iterdir()) == [
-        f"libpython{PY}.dylib", "libtsffi.dylib", "tsffi-python"]
-    assert sorted(p.name for p in (contents / "Resources" / "tsffi-python").iterdir()) == [
-        f"python{PYNODOT}.zip", "site-packages", "turbospark_bundle.txt"]
-    for path in app.rglob("*"):
-        if not path.is_file():
+    """Code only where Apple puts a framework's code: its binary, and files
+    directly in Versions/A/Frameworks (a flat list); Python's files only in
+    Versions/A/Resources/tsffi-python."""
+    _, _, _, out = built
+    fw = out / "Tsffi.xcframework" / SLICE / FW
+    for path in fw.rglob("*"):
+        if not path.is_file() or path.is_symlink():
             continue
-        rel = path.relative_to(app).as_posix()
+        rel = path.relative_to(fw).as_posix()
         if is_macho_file(path):
-            assert rel.startswith("Contents/Frameworks/"), rel
+            assert rel == "Versions/A/Tsffi" or (
+                path.parent == fw / "Versions" / "A" / "Frameworks"), rel
         else:
-            assert not rel.startswith("Contents/Frameworks/"), rel
+            assert not rel.startswith("Versions/A/Frameworks/"), rel
         if path.suffix in (".py", ".pyc", ".zip"):
-            assert rel.startswith("Contents/Resources/tsffi-python/"), rel
+            assert rel.startswith("Versions/A/Resources/tsffi-python/"), rel
+    assert [p for p in (fw / "Versions" / "A" / "Frameworks").iterdir() if p.is_dir()] == []
     assert sorted(p.name.split(".")[0] for p in
-                  (contents / "Frameworks" / "tsffi-python" / "lib-dynload").iterdir()) == \
-        EXPECTED_EXTENSIONS
+                  (fw / "Versions" / "A" / "Frameworks").glob("*.so")) == \
+        sorted(EXPECTED_EXTENSIONS + ["_cffi_backend"])
+    assert sorted(p.name for p in (fw / "Versions/A/Resources/tsffi-python").iterdir()) == [
+        f"python{PYNODOT}.zip", "site-packages", "turbospark_bundle.txt"]
+
+
+def test_the_app_carries_the_runtime_not_the_tooling(built):
+    """The package's runtime -- every module but the tooling, derived from
+    the package, so a new module is shipped unlisted -- and none of bundle/,
+    cli/, install_writer, __main__ or the samples."""
+    _, _, _, out = built
+    shipped = out / "Tsffi.xcframework" / SLICE / VA / "Resources/tsffi-python/site-packages"
+    got = sorted(p.relative_to(shipped / "turbospark_ffi").as_posix()
+                 for p in (shipped / "turbospark_ffi").rglob("*.py"))
+    source = ROOT / "turbospark_ffi"
+    tooling = ("bundle", "cli", "install_writer.py", "__main__.py", "samples")
+    expected = sorted(p.relative_to(source).as_posix() for p in source.rglob("*.py")
+                      if p.relative_to(source).parts[0] not in tooling)
+    assert got == expected
+    assert {"plan.py", "wire.py", "options.py", "policy.py", "_abi.py", "_boot.py",
+            "resident_index.py"} <= set(got)
+    assert not [g for g in got if g.startswith(("bundle/", "cli/", "samples/"))
+                or g in ("install_writer.py", "__main__.py")]
+    assert not (shipped / "turbospark_ffi" / "samples").exists()
+    assert sorted(p.name for p in shipped.iterdir()) == ["turbospark_ffi"]
 
 
 def test_every_py_has_its_pyc(built):
     """The interpreter never writes bytecode, so the bundle ships it: the
     standard library as .pyc only, the package's .py each with a
     checked-hash .pyc (valid however the app is copied)."""
-    app, _, _ = built
-    home = app / "Contents" / "Resources" / "tsffi-python"
+    _, _, _, out = built
+    home = out / "Tsffi.xcframework" / SLICE / VA / "Resources" / "tsffi-python"
     sources = sorted(home.rglob("*.py"))
-    assert len(sources) > 20
+    assert len(sources) > 15
     for py in sources:
         pyc = py.parent / "__pycache__" / f"{py.stem}.cpython-{PYNODOT}.pyc"
         assert pyc.is_file(), py
@@ -385,7 +489,8 @@ def test_every_py_has_its_pyc(built):
         assert flags == 3, (pyc, flags)  # hash-based, checked
     names = zipfile.ZipFile(home / f"python{PYNODOT}.zip").namelist()
     assert names and all(n.endswith(".pyc") for n in names)
-    assert {"json/__init__.pyc", "encodings/__init__.pyc", "encodings/utf_8.pyc"} <= set(names)
+    assert {"json/__init__.pyc", "encodings/__init__.pyc", "encodings/utf_8.pyc",
+            "warnings.pyc", "importlib/__init__.pyc"} <= set(names)
 
 
 def _needles(inputs, written: Path) -> tuple[list[str], list[str]]:
@@ -400,17 +505,20 @@ def _needles(inputs, written: Path) -> tuple[list[str], list[str]]:
     return needles, needles + ["/Library/Frameworks", "/Users/runner", "/tmp/"]
 
 
+LIB_REL = f"Tsffi.xcframework/{SLICE}/{VA}/Tsffi"
+
+
 def test_no_byte_names_the_build_machine(built, inputs):
     """No file in the bundle -- Mach-O or text, zip members too -- names a
     path of the machine that built it, the framework's install location, or
     the build paths of the debug maps (ours, zig's, cffi's wheel builder's).
     The library's own record of its build Python's paths is there, blanked:
-    three tags, each followed by nothing."""
-    app, _, written = built
-    assert build_machine_strings(app, *_needles(inputs, written), _is_macho_data) == []
-    data = (app / "Contents" / "Frameworks" / "libtsffi.dylib").read_bytes()
+    three tags a slice, each followed by nothing."""
+    _, _, written, out = built
+    assert build_machine_strings(out, *_needles(inputs, written), _is_macho_data) == []
+    data = (out / LIB_REL).read_bytes()
     tag = native.BUILD_PATH_TAG.encode()
-    assert data.count(tag) == data.count(tag + b"\0") == 3
+    assert data.count(tag) == data.count(tag + b"\0") == 6
 
 
 def test_the_byte_check_catches_the_library_s_build_paths(inputs, tmp_path, monkeypatch):
@@ -423,146 +531,140 @@ def test_the_byte_check_catches_the_library_s_build_paths(inputs, tmp_path, monk
     out = tmp_path / "kept"
     bundle_mod.write_bundle(out, library=library, python_home=home)
     fw = "/Library/Frameworks/Python.framework/Versions/3.11"
-    lib = "Contents/Frameworks/libtsffi.dylib"
     assert build_machine_strings(out, *_needles(inputs, out), _is_macho_data) == [
-        (lib, f"tsffi-build-path:{fw}"),
-        (lib, f"tsffi-build-path:{fw}/lib/python3.11"),
-        (lib, f"tsffi-build-path:{fw}/lib/python3.11/lib-dynload")]
+        (LIB_REL, f"tsffi-build-path:{fw}"),
+        (LIB_REL, f"tsffi-build-path:{fw}/lib/python3.11"),
+        (LIB_REL, f"tsffi-build-path:{fw}/lib/python3.11/lib-dynload")]
 
 
-def _sign_lines(script: str) -> list[str]:
-    return [line[len("sign '"):-1] for line in script.splitlines() if line.startswith("sign '")]
+# ---------------------------------------------------------------------------
+# sign.sh: a stand-in codesign on PATH records every call.
+
+DEV_ID = "Developer ID Application: Tool Demo (ABCDE12345)"
 
 
-def test_sign_script_signs_every_macho_once_inner_first(built, tmp_path):
-    """sign.sh names every Mach-O file exactly once, deeper before shallower,
-    and runs codesign with the identity given (a stand-in codesign on PATH
-    records what it is asked)."""
-    app, _, _ = built
-    script = (app / "sign.sh").read_text()
-    assert "Why the order matters" in script
-    named = _sign_lines(script)
-    machos = sorted(p.relative_to(app / "Contents").as_posix()
-                    for p in app.rglob("*") if p.is_file() and is_macho_file(p))
-    assert sorted(named) == machos and len(named) == len(set(named)) == 11
-    depths = [n.count("/") for n in named]
-    assert depths == sorted(depths, reverse=True), named
-    # Run it.
+def _sign(app: Path, tmp_path: Path, args: list[str], env: dict[str, str] | None = None,
+          script: Path | None = None) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
     fake = tmp_path / "bin"
-    fake.mkdir()
+    fake.mkdir(exist_ok=True)
     log = tmp_path / "codesign.log"
+    log.write_text("")
     (fake / "codesign").write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> "{log}"\necho >> "{log}"\n')
     os.chmod(fake / "codesign", 0o755)
-    identity = "Developer ID Application: Tool Demo (ABCDE12345)"
-    env = {"PATH": f"{fake}:/usr/bin:/bin"}
-    proc = subprocess.run(["sh", str(app / "sign.sh"), identity], capture_output=True, text=True,
-                          env=env, cwd=str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
+    run_env = {"PATH": f"{fake}:/usr/bin:/bin", **(env or {})}
+    proc = subprocess.run(["sh", str(script), *args], capture_output=True, text=True,
+                          env=run_env, cwd=str(tmp_path))
     calls = [line.rstrip("|").split("|") for line in log.read_text().splitlines()]
-    assert calls == [["--force", "--timestamp", "--options", "runtime", "--sign", identity,
-                      str(app / "Contents" / rel)] for rel in named]
-    # Usage errors: no identity; a CONTENTS that is not one.
-    proc = subprocess.run(["sh", str(app / "sign.sh")], capture_output=True, text=True, env=env)
-    assert proc.returncode == 2 and proc.stderr == "usage: sign.sh IDENTITY [CONTENTS]\n"
-    proc = subprocess.run(["sh", str(app / "sign.sh"), identity, str(tmp_path)],
-                          capture_output=True, text=True, env=env)
-    assert proc.returncode == 2 and "is not a directory" in proc.stderr
+    return proc, calls
+
+
+def _nested(app: Path) -> list[str]:
+    fw = app / "Contents" / "Frameworks" / FW
+    return sorted(p.relative_to(fw).as_posix()
+                  for p in (fw / "Versions" / "A" / "Frameworks").iterdir())
+
+
+# (identity, extra environment, the flags every call must carry)
+SIGN_MODES = [
+    (DEV_ID, {}, ["--force", "--options", "runtime", "--timestamp", "--sign", DEV_ID]),
+    ("Apple Distribution: Tool Demo (ABCDE12345)", {},
+     ["--force", "--options", "runtime", "--timestamp", "--sign",
+      "Apple Distribution: Tool Demo (ABCDE12345)"]),
+    ("-", {}, ["--force", "--timestamp=none", "--sign", "-"]),
+    ("Apple Development: Ann Dev (XYZ9876543)", {},
+     ["--force", "--timestamp=none", "--sign", "Apple Development: Ann Dev (XYZ9876543)"]),
+    ("0123456789ABCDEF0123456789ABCDEF01234567", {},
+     ["--force", "--timestamp=none", "--sign", "0123456789ABCDEF0123456789ABCDEF01234567"]),
+    ("0123456789ABCDEF0123456789ABCDEF01234567", {"TSFFI_SIGN_FOR_DISTRIBUTION": "YES"},
+     ["--force", "--options", "runtime", "--timestamp", "--sign",
+      "0123456789ABCDEF0123456789ABCDEF01234567"]),
+]
+
+
+@pytest.mark.parametrize("identity,env,flags", SIGN_MODES,
+                         ids=["developer-id", "apple-distribution", "ad-hoc", "development",
+                              "sha1", "sha1-for-distribution"])
+def test_sign_script_signs_inside_out_with_the_mode_s_flags(built, tmp_path, identity, env,
+                                                            flags):
+    """Every file in Versions/A/Frameworks once (sorted), then the framework's
+    Versions/A -- which signs its binary: nothing signed twice, the outer seal
+    last; the hardened runtime and the secure timestamp only for
+    distribution."""
+    app, _, _, out = built
+    fw = app / "Contents" / "Frameworks" / FW
+    proc, calls = _sign(app, tmp_path, [identity, str(fw)], env, out / "sign.sh")
+    assert proc.returncode == 0 and proc.stdout == proc.stderr == "", proc
+    assert calls == [flags + [f"{fw}/{rel}"] for rel in _nested(app)] + \
+        [flags + [f"{fw}/Versions/A"]]
+    assert len(calls) == 11
+
+
+@pytest.mark.parametrize("args,env", [([""], {}), (["", "x"], {}),
+                                      ([DEV_ID, "somewhere"], {"CODE_SIGNING_ALLOWED": "NO"})],
+                         ids=["empty-identity", "empty-identity-and-path", "signing-not-allowed"])
+def test_sign_script_does_nothing_when_signing_is_off(built, tmp_path, args, env):
+    _, _, _, out = built
+    proc, calls = _sign(built[0], tmp_path, args, env, out / "sign.sh")
+    assert (proc.returncode, proc.stdout, proc.stderr, calls) == (
+        0, "sign.sh: code signing is off (no identity, or CODE_SIGNING_ALLOWED=NO): "
+           "Tsffi.framework left unsigned\n", "", [])
+
+
+def test_sign_script_usage_errors(built, tmp_path):
+    app, _, _, out = built
+    proc, calls = _sign(app, tmp_path, [DEV_ID], None, out / "sign.sh")
+    assert (proc.returncode, proc.stderr, calls) == (2, "usage: sign.sh IDENTITY FRAMEWORK\n", [])
+    proc, calls = _sign(app, tmp_path, [DEV_ID, str(tmp_path)], None, out / "sign.sh")
+    assert proc.returncode == 2 and calls == []
+    assert proc.stderr == (f"sign.sh: {tmp_path}/Versions/A/Tsffi is not a file (FRAMEWORK is "
+                           "the embedded Tsffi.framework)\n")
+
+
+def test_sign_file_lists_declare_what_the_script_touches(built):
+    """The Run Script phase's input and output file lists (Xcode's
+    user-script sandbox): every file signed, in the embedded framework."""
+    app, _, _, out = built
+    base = "$(TARGET_BUILD_DIR)/$(FRAMEWORKS_FOLDER_PATH)/Tsffi.framework"
+    inputs = [f"{base}/{rel}" for rel in _nested(app)] + [f"{base}/Versions/A/Tsffi"]
+    assert (out / "sign-inputs.xcfilelist").read_text().splitlines() == inputs
+    assert (out / "sign-outputs.xcfilelist").read_text().splitlines() == \
+        inputs + [f"{base}/Versions/A/_CodeSignature/CodeResources"]
+    assert stat.S_IMODE((out / "sign.sh").stat().st_mode) == 0o755
 
 
 def test_the_command_reports_what_it_did_not_run(built):
-    _, stdout, written = built
+    _, stdout, written, _ = built
     lines = stdout.splitlines()
     assert lines[0].startswith(f"wrote {written}: ") and lines[0].endswith(" on disk")
-    assert lines[-2] == ("  Mach-O files (11) rewritten to load from the bundle and unsigned: "
-                         "run sign.sh IDENTITY after the last edit")
+    assert lines[-2] == ("  Mach-O files (11) rewritten to load from the framework and "
+                         "unsigned: the app's Run Script phase runs sign.sh after Embed "
+                         "Frameworks (docs/shipping.md)")
     assert lines[-1] == ("  load check: NOT RUN: the library is Mach-O (macOS); this command "
                          "loads only a Linux bundle to compare its answers; a macOS bundle is "
                          "first loaded by the signed app")
     assert lines[-3] == ("  needs from the system: libSystem, /usr/lib/libffi.dylib "
                          "(by _cffi_backend)")
-    assert f"  Frameworks/libpython{PY}.dylib " in stdout
+    assert f"  {VA}/Frameworks/libpython{PY}.dylib " in stdout
 
 
 def test_marker(built):
-    app, _, _ = built
-    text = (app / "Contents" / "Resources" / "tsffi-python" / "turbospark_bundle.txt").read_text()
-    assert text.splitlines()[3:] == [
+    from turbospark_ffi.bundle import runtime
+    _, _, _, out = built
+    home = out / "Tsffi.xcframework" / SLICE / VA / "Resources" / "tsffi-python"
+    count = len(zipfile.ZipFile(home / f"python{PYNODOT}.zip").namelist())
+    assert count == len(runtime.STDLIB_MODULES) + len(
+        list((Path(sys.base_prefix) / "lib" / f"python{PY}" / "encodings").glob("*.py")))
+    assert (home / "turbospark_bundle.txt").read_text().splitlines()[3:] == [
         "format: 1", "version: 0.1.0", "abi: 2", f"python: {PY}", "platform: macos",
-        f"soabi: {TAG}", f"stdlib: python{PYNODOT}.zip (149 modules)",
+        f"soabi: {TAG}", f"stdlib: python{PYNODOT}.zip ({count} modules)",
         "extension modules: " + " ".join(EXPECTED_EXTENSIONS)]
 
 
 # ---------------------------------------------------------------------------
-# Swift: the bundle's local package.
-
-def _swift() -> str:
-    swift = shutil.which("swift")
-    if swift is None:
-        pytest.fail("the bundle's Swift package is checked with swift (SwiftPM) on PATH; "
-                    "install the Swift toolchain (swift.org) and put its usr/bin on PATH")
-    return swift
-
-
-def test_swift_package_describes_itself_from_where_it_is(built):
-    app, _, _ = built
-    proc = subprocess.run([_swift(), "package", "dump-package"], cwd=str(app),
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    desc = json.loads(proc.stdout)
-    assert desc["name"] == "CTsffi"
-    assert [(p["name"], p["targets"]) for p in desc["products"]] == [
-        ("CTsffi", ["CTsffiLinker"])]
-    settings = {t["name"]: t["settings"] for t in desc["targets"]}
-    assert settings["CTsffi"] == []
-    assert settings["CTsffiLinker"] == [
-        {"condition": {"platformNames": ["macos"]},
-         "kind": {"unsafeFlags": {"_0": ["-L", str(app / "Contents" / "Frameworks")]}},
-         "tool": "linker"}]
-    modulemap = (app / "swift" / "CTsffi" / "module.modulemap").read_text()
-    assert modulemap == ('module CTsffi [system] {\n    header "../../include/tsffi.h"\n'
-                         '    link "tsffi"\n    export *\n}\n')
-
-
-CONSUMER_MANIFEST = """// swift-tools-version:5.9
-import PackageDescription
-let package = Package(
-    name: "Consumer",
-    dependencies: [.package(path: "APP")],
-    targets: [.target(name: "Consumer",
-                      dependencies: [.product(name: "CTsffi", package: "PKG")])]
-)
-"""
-
-
-def test_swift_package_compiles_against_the_header(built, tmp_path):
-    """A package depending on the bundle's by path compiles a call into the
-    C API (compile only: the library it would link is Mach-O); a name the
-    header lacks does not, so the header is what was read."""
-    app, _, _ = built
-    swift = _swift()
-    consumer = tmp_path / "consumer"
-    (consumer / "Sources" / "Consumer").mkdir(parents=True)
-    (consumer / "Package.swift").write_text(
-        CONSUMER_MANIFEST.replace("APP", str(app)).replace("PKG", app.name))
-    source = consumer / "Sources" / "Consumer" / "Consumer.swift"
-    source.write_text("import CTsffi\n"
-                      "public func abiVersion() -> UInt32 { tsffi_abi_version() }\n")
-    env = {**os.environ, "HOME": str(tmp_path)}
-    proc = subprocess.run([swift, "build", "--target", "Consumer"], cwd=str(consumer),
-                          capture_output=True, text=True, timeout=600, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    source.write_text("import CTsffi\n"
-                      "public func abiVersion() -> UInt32 { tsffi_no_such_function() }\n")
-    proc = subprocess.run([swift, "build", "--target", "Consumer"], cwd=str(consumer),
-                          capture_output=True, text=True, timeout=600, env=env)
-    assert proc.returncode != 0
-    assert "cannot find 'tsffi_no_such_function' in scope" in proc.stdout + proc.stderr
-
-
-# ---------------------------------------------------------------------------
-# The library finds the app layout from its own path. The lookup is the same
-# C on every platform, so it runs here: the Linux bundle's own files put
-# where a Mac app keeps them, and a host in Contents/MacOS.
+# The library finds the framework layout from its own path. The lookup is the
+# same C on every platform, so it runs here: the Linux bundle's own files put
+# where Tsffi.framework keeps them, embedded in an app, a host in
+# Contents/MacOS.
 
 HOST_C = r"""
 #include <stdio.h>
@@ -595,15 +697,15 @@ int main(int argc, char **argv) {
 }
 """
 
-# Linux bundle path -> app path.
+FWA = f"Contents/Frameworks/{VA}"
+# Linux bundle path -> app path (the framework's places).
 REARRANGE = [
-    ("lib/libtsffi.so", "Contents/Frameworks/libtsffi.so"),
-    (f"lib/libpython{PY}.so.1.0", f"Contents/Frameworks/libpython{PY}.so.1.0"),
-    (f"python/lib/python{PY}/lib-dynload", "Contents/Frameworks/tsffi-python/lib-dynload"),
-    ("python/turbospark_bundle.txt", "Contents/Resources/tsffi-python/turbospark_bundle.txt"),
-    (f"python/python{PYNODOT}.zip", f"Contents/Resources/tsffi-python/python{PYNODOT}.zip"),
+    ("lib/libtsffi.so", f"{FWA}/Tsffi"),
+    (f"lib/libpython{PY}.so.1.0", f"{FWA}/Frameworks/libpython{PY}.so.1.0"),
+    ("python/turbospark_bundle.txt", f"{FWA}/Resources/tsffi-python/turbospark_bundle.txt"),
+    (f"python/python{PYNODOT}.zip", f"{FWA}/Resources/tsffi-python/python{PYNODOT}.zip"),
     ("python/site-packages/turbospark_ffi",
-     "Contents/Resources/tsffi-python/site-packages/turbospark_ffi"),
+     f"{FWA}/Resources/tsffi-python/site-packages/turbospark_ffi"),
 ]
 
 
@@ -615,51 +717,124 @@ def _run(host: Path, install: Path, cwd: Path) -> dict[str, tuple[int, str]]:
                                            for line in proc.stdout.splitlines())}
 
 
-def test_the_library_finds_the_app_layout(tmp_path):
-    assert macos.APP_DIRNAME == "tsffi-python"
+@pytest.fixture(scope="module")
+def framework_app(tmp_path_factory):
+    """(an app holding the Linux bundle's files in Tsffi.framework's layout,
+    its host, an install inside it, the oracle host linked to the built
+    library)."""
+    tmp_path = tmp_path_factory.mktemp("framework-app")
     linux = tmp_path / "linux"
     bundle_mod.write_bundle(linux, verify=False)
     app = tmp_path / "build" / APP
     for src, dst in REARRANGE:
         (app / dst).parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if (linux / src).is_dir() else shutil.copyfile)(linux / src, app / dst)
-    backend = sorted((linux / "python" / "site-packages").glob("_cffi_backend*.so"))[0]
-    (app / "Contents/Frameworks/tsffi-python/site-packages").mkdir(parents=True)
-    shutil.copyfile(backend, app / "Contents/Frameworks/tsffi-python/site-packages" / backend.name)
-    for path in (app / "Contents" / "Frameworks").rglob("*.so*"):
+    code = app / FWA / "Frameworks"
+    for so in sorted((linux / "python" / "lib" / f"python{PY}" / "lib-dynload").iterdir()) + \
+            sorted((linux / "python" / "site-packages").glob("_cffi_backend*.so")):
+        shutil.copyfile(so, code / so.name)
+    for path in [app / FWA / "Tsffi", *code.iterdir()]:
         os.chmod(path, 0o755)
     (app / "Contents" / "MacOS").mkdir()
     (tmp_path / "host.c").write_text(HOST_C)
     cc = ["cc", "-std=c99", "-Wall", "-Werror", f"-I{linux / 'include'}", str(tmp_path / "host.c")]
-    subprocess.run(cc + ["-o", str(app / "Contents" / "MacOS" / "host"),
-                         f"-L{app / 'Contents' / 'Frameworks'}", "-ltsffi",
-                         "-Wl,-rpath,$ORIGIN/../Frameworks"], check=True)
+    # DT_RPATH (not RUNPATH): it also serves the library's own libpython
+    # dependency, which the ELF copy's $ORIGIN no longer reaches.
+    # -l:Tsffi: the library has no soname, so DT_NEEDED is the file's name.
+    subprocess.run(cc + ["-o", str(app / "Contents" / "MacOS" / "host"), f"-L{app / FWA}",
+                         "-l:Tsffi", "-Wl,--disable-new-dtags",
+                         f"-Wl,-rpath,$ORIGIN/../Frameworks/{VA}:$ORIGIN/../Frameworks/{VA}"
+                         "/Frameworks"], check=True)
     oracle = tmp_path / "oracle"
     subprocess.run(cc + ["-o", str(oracle), f"-L{LIBRARY.parent}", "-ltsffi",
                          f"-Wl,-rpath,{LIBRARY.parent}"], check=True)
     shipped = tmp_path / "Applications" / APP
     shipped.parent.mkdir()
     os.rename(app, shipped)
-    install = shipped / "Contents/Resources/tsffi-python/site-packages/turbospark_ffi/samples/dflash"
+    from turbospark_ffi.install_writer import write_install
+    write_install(tmp_path / "dflash", mtp=False, dflash=True)
+    return shipped, tmp_path / "dflash", oracle, tmp_path
+
+
+def test_the_library_finds_the_framework_layout(framework_app):
+    shipped, install, oracle, tmp_path = framework_app
     got = _run(shipped / "Contents" / "MacOS" / "host", install, tmp_path)
     status, text = got["info"]
     assert status == 0, text
     info = json.loads(text)
-    contents = shipped / "Contents"
-    home = contents / "Resources" / "tsffi-python"
+    va = shipped / FWA
+    home = va / "Resources" / "tsffi-python"
     assert info["ownsInterpreter"] is True
     assert (info["library"], info["pythonHome"], info["package"]) == (
-        str(contents / "Frameworks" / "libtsffi.so"), str(home),
-        str(home / "site-packages" / "turbospark_ffi"))
+        str(va / "Tsffi"), str(home), str(home / "site-packages" / "turbospark_ffi"))
     assert info["sysPath"] == [str(home / "site-packages"), str(home / f"python{PYNODOT}.zip"),
-                               str(home / "lib" / f"python{PY}"),
-                               str(contents / "Frameworks" / "tsffi-python" / "lib-dynload"),
-                               str(contents / "Frameworks" / "tsffi-python" / "site-packages")]
+                               str(home / "lib" / f"python{PY}"), str(va / "Frameworks")]
     assert json.loads(got["plan"][1])["drafter"]["note"] == DFLASH_AUTO_NOTE
     expected = _run(oracle, install, tmp_path)
     assert {k: v for k, v in got.items() if k != "info"} == \
         {k: v for k, v in expected.items() if k != "info"}
     assert got["refused"][0] != 0
+
+
+OTHER_UID = 4321
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.lchown(dirpath, uid, -1)
+        for name in filenames + dirnames:
+            os.lchown(os.path.join(dirpath, name), uid, -1)
+
+
+def _owned_by_another_user(framework_app, tmp_path: Path, where: str) -> Path:
+    """A copy of the app, every file owned by another user (as an app dragged
+    into /Applications by one account looks to another), under `where`."""
+    if os.geteuid() != 0:
+        pytest.fail("this test gives files to another user (chown), which needs root; the "
+                    "project's CI runs the suite as root (.ci/run)")
+    shipped = framework_app[0]
+    dest = tmp_path / where / APP
+    dest.parent.mkdir(parents=True)
+    shutil.copytree(shipped, dest, symlinks=True)
+    _chown_tree(dest, OTHER_UID)
+    return dest
+
+
+def test_an_app_owned_by_another_user_loads_its_own_framework(framework_app, tmp_path):
+    """Inside the app's own Contents/, closed to everyone else: trusted by
+    where it sits, though owned by uid 4321 and run as root."""
+    _, install, _, _ = framework_app
+    app = _owned_by_another_user(framework_app, tmp_path, "Applications")
+    got = _run(app / "Contents" / "MacOS" / "host", install, tmp_path)
+    assert got["info"][0] == 0, got["info"]
+    assert json.loads(got["plan"][1])["drafter"]["note"] == DFLASH_AUTO_NOTE
+
+
+def test_the_same_app_in_a_world_writable_folder_is_refused(framework_app, tmp_path):
+    """The same files, but the .app folder may be written by everyone (so
+    anyone could have replaced what is inside): location proves nothing, the
+    owner rule holds, and the start is refused, naming the folder and the
+    rule."""
+    _, install, _, _ = framework_app
+    app = _owned_by_another_user(framework_app, tmp_path, "Shared")
+    os.chmod(app, 0o777)
+    got = _run(app / "Contents" / "MacOS" / "host", install, tmp_path)
+    home = app / FWA / "Resources" / "tsffi-python"
+    assert got["info"][0] == 9, got["info"]
+    assert got["info"][1].startswith(f"refusing to import Python code from {home}/site-packages: "
+                                     f"owner uid {OTHER_UID}, group gid 0, mode 0755: its owner "
+                                     "is neither root nor the user this process runs as")
+
+
+def test_the_same_files_outside_an_app_are_refused(framework_app, tmp_path):
+    """The framework alone, not in any app's Contents/: the owner rule holds."""
+    _, install, _, _ = framework_app
+    app = _owned_by_another_user(framework_app, tmp_path, "loose")
+    loose = tmp_path / "loose" / "NotAnApp"
+    os.rename(app, loose)
+    got = _run(loose / "Contents" / "MacOS" / "host", install, tmp_path)
+    assert got["info"][0] == 9, got["info"]
+    assert "its owner is neither root nor the user this process runs as" in got["info"][1]
 
 
 # ---------------------------------------------------------------------------
@@ -726,21 +901,27 @@ def test_a_module_compiled_into_python_is_not_looked_for(inputs, tmp_path):
     home, library, _ = inputs
     wheel = cffi_macos_wheel(WHEEL_CACHE)
     modules = [m for m in EXPECTED_EXTENSIONS if m != "_json"]
-    other = build_python_framework(tmp_path / "fw", archs=["arm64"], wheel=wheel,
+    other = build_python_framework(tmp_path / "fw", archs=ARCHS, wheel=wheel,
                                    symbols=python_imports(library), modules=modules,
                                    builtins=("_json",))
+    universal_backend(other, cffi_macos_wheel(WHEEL_CACHE, "x86_64"))
     info = bundle_mod.write_bundle(tmp_path / "out", library=library, python_home=other)
     assert info.extension_modules == modules
     assert failures(info.root) == []
 
 
 def test_architectures_must_cover_the_library(inputs, tmp_path, capsys):
-    """An x86_64 library with cffi's arm64-only backend: refused, naming
-    the file and the missing slice."""
-    home, _, _ = inputs
-    lib = mc.cross_build_library(tmp_path / "lib", "x86_64", python="python.org", linker="lld")
-    err = _fails(capsys, [str(tmp_path / "out"), "--library", str(lib), "--python-home", str(home)])
-    assert f"_cffi_backend.{TAG}.so has arm64 but the library is built for x86_64" in err
+    """The universal library with cffi's arm64-only backend (its wheel's,
+    not joined): refused, naming the file and the missing slice."""
+    home, library, _ = inputs
+    copy = tmp_path / "fw" / PY
+    shutil.copytree(home, copy, symlinks=True)
+    site = copy / "lib" / f"python{PY}" / "site-packages"
+    with zipfile.ZipFile(cffi_macos_wheel(WHEEL_CACHE)) as zf:
+        zf.extract(f"_cffi_backend.{TAG}.so", site)
+    err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library),
+                          "--python-home", str(copy)])
+    assert f"_cffi_backend.{TAG}.so has arm64 but the library is built for arm64, x86_64" in err
     assert "it lacks x86_64" in err
 
 
@@ -780,7 +961,8 @@ def test_force_replaces_an_earlier_macos_bundle(built, inputs, tmp_path, capsys)
     capsys.readouterr()
     assert "not empty" in _fails(capsys, argv)
     assert _bundle_cli(argv + ["--force"]) == 0
-    assert (out / "Contents" / "Resources" / "tsffi-python" / "turbospark_bundle.txt").is_file()
+    assert (out / "Tsffi.xcframework" / SLICE / VA / "Resources" / "tsffi-python" /
+            "turbospark_bundle.txt").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
     assert stat.S_IMODE((out / "sign.sh").stat().st_mode) == 0o755
 
@@ -792,7 +974,7 @@ def test_a_framework_folder_means_its_current_version(built, inputs, tmp_path):
     framework = home.parent.parent
     assert framework.name == "Python.framework"
     info = bundle_mod.write_bundle(tmp_path / "b", library=library, python_home=framework)
-    app, _, _ = built
+    out = built[3]
     assert info.extension_modules == EXPECTED_EXTENSIONS
-    for rel in ("Contents/Frameworks/libtsffi.dylib", f"Contents/Frameworks/libpython{PY}.dylib"):
-        assert (tmp_path / "b" / rel).read_bytes() == (app / rel).read_bytes(), rel
+    for rel in (LIB_REL, f"Tsffi.xcframework/{SLICE}/{VA}/Frameworks/libpython{PY}.dylib"):
+        assert (tmp_path / "b" / rel).read_bytes() == (out / rel).read_bytes(), rel

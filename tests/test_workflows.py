@@ -76,3 +76,16 @@ def test_it_runs_the_readme_commands_on_both_macs_with_python_orgs_python():
     assert "runner: [macos-15, macos-15-intel]" in text  # Apple Silicon, Intel
     assert "PYTHON: /Library/Frameworks/Python.framework/Versions/3.11/bin/python3.11" in text
     assert "https://www.python.org/ftp/python/3.11.9/python-3.11.9-macos11.pkg" in text
+
+
+def test_the_macos_workflow_builds_signs_and_runs_an_app_on_the_xcframework():
+    """Issue 33's job: the bundle command's XCFramework, an app compiled
+    against it, embedded, signed ad hoc by sign.sh, verified, run."""
+    text = WORKFLOW.read_text()
+    job = text[text.index("\n  xcframework:"):]
+    for step in ('-m turbospark_ffi bundle "$RUNNER_TEMP/mac"', "plutil -lint",
+                 'swiftc -F "$slice" -framework Tsffi',
+                 'sh "$RUNNER_TEMP/mac/sign.sh" - "$app/Frameworks/Tsffi.framework"',
+                 "codesign --verify --deep --strict", "grep -qx 'abi 2'",
+                 "cp -R \"$RUNNER_TEMP/mac/Tsffi.xcframework\" swift/"):
+        assert step in job, step

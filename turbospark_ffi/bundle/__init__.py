@@ -4,7 +4,7 @@ without asking its users to install Python.
 
     OUT_DIR/
       include/tsffi.h
-      module.modulemap                  module CTsffi (Swift/Clang)
+      module.modulemap                  module Tsffi (Swift/Clang)
       lib/libtsffi.so          RUNPATH $ORIGIN
       lib/libpython3.11.so.1.0          RUNPATH $ORIGIN
       lib/pkgconfig/tsffi.pc   prefix=${pcfiledir}/../..

@@ -1,37 +1,55 @@
-"""The macOS layout: what an app drops into its `Contents/`, written when the
-library given to `turbospark-ffi bundle` is Mach-O (on a Mac, or on Linux
-with Mach-O inputs).
+"""The macOS layout: `Tsffi.xcframework`, what a Swift package's
+`.binaryTarget` names and Xcode embeds, written when the library given to
+`turbospark-ffi bundle` is Mach-O (on a Mac, or on Linux with Mach-O inputs).
 
     OUT/
-      Contents/Frameworks/              code (Apple: Mach-O goes here)
-        libtsffi.dylib                  id @rpath/libtsffi.dylib, rpath @loader_path
-        libpython3.11.dylib             id @rpath/libpython3.11.dylib
-        tsffi-python/lib-dynload/       the extension modules the library loads
-        tsffi-python/site-packages/     cffi's _cffi_backend
-      Contents/Resources/tsffi-python/  data (Python sources and .pyc)
-        turbospark_bundle.txt           the marker the library looks for
-        python311.zip                   the standard library it imports, .pyc
-        site-packages/turbospark_ffi/   this package, .py with .pyc
-      include/tsffi.h
-      Package.swift, swift/             a local Swift package: the C module, linked
-      sign.sh                           signs every Mach-O above, inner first
+      Tsffi.xcframework/
+        Info.plist                      XFWK: one library, LibraryIdentifier macos-<archs>
+        macos-arm64_x86_64/             the slice (named by the library's architectures)
+          Tsffi.framework/              a versioned framework (Apple's layout for macOS)
+            Tsffi, Headers, Modules, Resources, Frameworks   -> Versions/Current/...
+            Versions/Current -> A
+            Versions/A/Tsffi            libtsffi: id @rpath/Tsffi.framework/Versions/A/Tsffi
+            Versions/A/Headers/tsffi.h
+            Versions/A/Modules/module.modulemap   framework module Tsffi (the one C module
+                                        name, also the Linux system library's: swift/)
+            Versions/A/Frameworks/      every other Mach-O, flat: libpython3.X.dylib, the
+                                        extension modules the library loads, _cffi_backend
+            Versions/A/Resources/Info.plist
+            Versions/A/Resources/tsffi-python/   data: marker, standard library zip (.pyc),
+                                        site-packages/turbospark_ffi (the runtime, .py + .pyc)
+      sign.sh, sign-inputs.xcfilelist, sign-outputs.xcfilelist
+                                        the app's Run Script phase: signs the embedded
+                                        framework inside-out (docs/shipping.md)
+
+Where the code goes, and why (docs/macos.md, "The XCFramework's layout"):
+Apple's "Placing content in a bundle" puts a framework's code in its
+Versions/A (the binary) and nested code in standard places as a flat list,
+and resources (Python sources, .pyc, zips: no place for a signature) in
+Resources; so every Mach-O here is the framework's binary or a file directly
+in Versions/A/Frameworks, and the interpreter's search path names that
+folder for the extension modules (src/tsffi_embed.c, tsffi_find_app_layout),
+so no nonstandard structure or symlink into code is needed. libpython
+travels inside, not as a sibling Python.framework: the interpreter is this
+library's private one, and a sibling would take the name `Python.framework`,
+which an app that embeds its own Python (BeeWare's Python-Apple-support
+ships exactly that) already holds; two frameworks of one name cannot sit in
+one Contents/Frameworks. Its id names its own place under the framework,
+so it cannot be mistaken for any other libpython in the process.
 
 Every Mach-O file is rewritten (bundle/macho.py): its id is `@rpath/` plus
-its path under Frameworks, every dependency on the bundled Python names
-`@rpath/libpython3.11.dylib`, and its only LC_RPATH leads from the file
-back to Frameworks (`@loader_path`, `@loader_path/../..`), and the library's
-stored build paths are blanked (bundle/common.py), so nothing names the
-machine that built it. Anything else a file needs must be the system's
-(/usr/lib, /System); the command refuses the rest, naming it.
-
-The library finds this layout from its own path (src/tsffi_embed.c,
-tsffi_find_app_layout): `<dir of the dylib>/../Resources/tsffi-python/
-turbospark_bundle.txt`.
+its path under the slice folder (an app's Contents/Frameworks once
+embedded), every dependency on the bundled Python names libpython's id, and
+its only LC_RPATH leads from the file back to that folder; the library's
+stored build paths are blanked (bundle/common.py). Anything else a file
+needs must be the system's (/usr/lib, /System); the command refuses the
+rest, naming it.
 """
 
 from __future__ import annotations
 
 import os
+import plistlib
 import shutil
 import sys
 from dataclasses import dataclass
@@ -40,39 +58,63 @@ from pathlib import Path
 from .common import BundleError, blank_build_paths
 from .macho import MachOSlice, exports_symbol, is_macho, macho_slices, relocate_macho
 
-__all__ = ["APP_DIRNAME", "MacLayout", "MacPython", "find_python", "check_library",
-           "write_binaries", "write_sign_script", "write_swift_package", "builtin_in",
-           "SYSTEM_PREFIXES"]
+__all__ = ["APP_DIRNAME", "FRAMEWORK_NAME", "MacLayout", "MacPython", "find_python",
+           "check_library", "write_binaries", "write_framework_files", "write_sign_script",
+           "builtin_in", "library_archs", "slice_identifier", "SYSTEM_PREFIXES"]
 
-# The folder under Contents/Frameworks and Contents/Resources that holds the
-# embedded Python's pieces; src/tsffi_embed.c spells it TSFFI_APP_DIRNAME.
+# The folder under the framework's Resources that holds the embedded Python's
+# data; src/tsffi_embed.c spells it TSFFI_APP_DIRNAME.
 APP_DIRNAME = "tsffi-python"
+# The framework, its binary and the C module in it: one name. Clang finds a
+# framework's module by the framework's name, so the module is `Tsffi`, and
+# the Linux system library in swift/Package.swift is named the same.
+FRAMEWORK_NAME = "Tsffi"
+# A framework's version folder: Apple's default, and what the id names.
+_VERSION = "A"
+# The framework's bundle identifier: the engine's own names (ts_, Ts, TurboSpark)
+# are not taken, and no domain is claimed (docs/macos.md).
+BUNDLE_ID = "tsffi.Tsffi"
 # What every Mac has: dependencies here are left as they are.
 SYSTEM_PREFIXES = ("/usr/lib/", "/System/Library/")
 # What every Mach-O file links (the C library): not listed in the report.
 _LIBSYSTEM = "/usr/lib/libSystem.B.dylib"
 
 
+def slice_identifier(archs: list[str]) -> str:
+    """The XCFramework's name for the one macOS slice: `macos-` and the
+    architectures, sorted, joined by `_` (xcodebuild -create-xcframework's
+    spelling: macos-arm64_x86_64)."""
+    return "macos-" + "_".join(sorted(archs))
+
+
 class MacLayout:
     """Where each piece goes inside the bundle being written at `root`."""
 
-    def __init__(self, root: Path, version: str, library_name: str) -> None:
+    def __init__(self, root: Path, version: str, archs: list[str]) -> None:
         self.root = root
-        self.contents = root / "Contents"
-        self.frameworks = self.contents / "Frameworks"
-        self.resources = self.contents / "Resources"
+        self.archs = sorted(archs)
+        self.xcframework = root / f"{FRAMEWORK_NAME}.xcframework"
+        self.slice_id = slice_identifier(archs)
+        # What @rpath leads to: the slice folder here, the app's
+        # Contents/Frameworks once Xcode embeds the framework.
+        self.frameworks = self.xcframework / self.slice_id
+        self.framework = self.frameworks / f"{FRAMEWORK_NAME}.framework"
+        self.version_dir = self.framework / "Versions" / _VERSION
+        self.library = self.version_dir / FRAMEWORK_NAME
+        self.headers = self.version_dir / "Headers"
+        self.modules = self.version_dir / "Modules"
+        self.resources = self.version_dir / "Resources"
+        self.code = self.version_dir / "Frameworks"
         self.home = self.resources / APP_DIRNAME
         self.site = self.home / "site-packages"
         self.package = self.site / "turbospark_ffi"
         self.stdlib_zip = self.home / f"python{version.replace('.', '')}.zip"
-        self.code = self.frameworks / APP_DIRNAME
-        self.dynload = self.code / "lib-dynload"
-        self.backend_dir = self.code / "site-packages"
-        self.library = self.frameworks / library_name
-        self.libpython = self.frameworks / f"libpython{version}.dylib"
+        self.dynload = self.code
+        self.backend_dir = self.code
+        self.libpython = self.code / f"libpython{version}.dylib"
 
     def make_dirs(self) -> None:
-        for d in (self.site, self.dynload, self.backend_dir, self.root / "include"):
+        for d in (self.site, self.code, self.headers, self.modules):
             d.mkdir(parents=True, exist_ok=True)
 
 
@@ -159,6 +201,11 @@ def _archs(slices: list[MachOSlice]) -> list[str]:
     return sorted(s.arch for s in slices)
 
 
+def library_archs(path: Path) -> list[str]:
+    """The architectures of the Mach-O file at `path`, sorted."""
+    return _archs(macho_slices(path))
+
+
 def check_library(library: Path, python: MacPython) -> None:
     """The library is Mach-O and links this Python."""
     slices = macho_slices(library)
@@ -186,7 +233,7 @@ def _relocation(src: Path, dst: Path, layout: MacLayout, python: MacPython,
         raise BundleError(f"{src} has {', '.join(have)} but the library is built for "
                           f"{', '.join(want_archs)}: it lacks {', '.join(missing)}")
     rel = dst.relative_to(layout.frameworks)
-    python_name = "@rpath/" + layout.libpython.name
+    python_name = "@rpath/" + layout.libpython.relative_to(layout.frameworks).as_posix()
     renames: dict[str, str] = {}
     system = []
     for name in sorted({name for s in slices for _, name in s.loads}):
@@ -243,111 +290,134 @@ def write_binaries(layout: MacLayout, library: Path, python: MacPython,
     return written, saved, needs
 
 
-_SIGN_HEADER = """#!/bin/sh
-# Signs every Mach-O file of this bundle with the app's own identity, inner
-# first. Run it after the last change to the files (any edit -- install_name_tool,
-# a strip, a copy that rewrites -- voids a signature) and before the app itself
-# is signed: Xcode signs the app after its build phases, so call this from a
-# Run Script phase that follows the phases copying the bundle in.
+def write_framework_files(layout: MacLayout, *, header: Path, version: str) -> None:
+    """The framework's non-code files and its symlinks, and the
+    XCFramework's Info.plist: a versioned framework (Versions/A, Current ->
+    A, each top-level entry a symlink into Versions/Current, as codesign
+    requires of a macOS framework: "unsealed contents present in the root
+    directory" otherwise)."""
+    from .. import native
+    shutil.copyfile(header, layout.headers / native.HEADER_NAME)
+    (layout.modules / "module.modulemap").write_text(
+        f"framework module {FRAMEWORK_NAME} {{\n"
+        f'    header "{native.HEADER_NAME}"\n'
+        "    export *\n"
+        "}\n")
+    info = {
+        "CFBundleDevelopmentRegion": "en",
+        "CFBundleExecutable": FRAMEWORK_NAME,
+        "CFBundleIdentifier": BUNDLE_ID,
+        "CFBundleInfoDictionaryVersion": "6.0",
+        "CFBundleName": FRAMEWORK_NAME,
+        "CFBundlePackageType": "FMWK",
+        "CFBundleShortVersionString": version,
+        "CFBundleSupportedPlatforms": ["MacOSX"],
+        "CFBundleVersion": version,
+    }
+    with open(layout.resources / "Info.plist", "wb") as f:
+        plistlib.dump(info, f, fmt=plistlib.FMT_XML)
+    versions = layout.framework / "Versions"
+    os.symlink(_VERSION, versions / "Current")
+    for name in (FRAMEWORK_NAME, "Headers", "Modules", "Resources", "Frameworks"):
+        os.symlink(f"Versions/Current/{name}", layout.framework / name)
+    xc = {
+        "AvailableLibraries": [{
+            "BinaryPath": f"{FRAMEWORK_NAME}.framework/Versions/{_VERSION}/{FRAMEWORK_NAME}",
+            "LibraryIdentifier": layout.slice_id,
+            "LibraryPath": f"{FRAMEWORK_NAME}.framework",
+            "SupportedArchitectures": layout.archs,
+            "SupportedPlatform": "macos",
+        }],
+        "CFBundlePackageType": "XFWK",
+        "XCFrameworkFormatVersion": "1.0",
+    }
+    with open(layout.xcframework / "Info.plist", "wb") as f:
+        plistlib.dump(xc, f, fmt=plistlib.FMT_XML)
+
+
+_SIGN_SCRIPT = r"""#!/bin/sh
+# Signs the embedded Tsffi.framework inside-out, with the app's identity: each
+# Mach-O file in Versions/A/Frameworks (libpython, the extension modules,
+# cffi's backend), then the framework itself (its binary, and the seal over
+# its resources: the Python files). Nothing is signed twice. Written by
+# `turbospark-ffi bundle`; docs/shipping.md says where it runs.
 #
-#   sign.sh IDENTITY [CONTENTS]
+#   sign.sh IDENTITY FRAMEWORK
 #
-# IDENTITY: a codesign identity ("Developer ID Application: Name (TEAMID)",
-# or its SHA-1); in a Run Script phase, "$EXPANDED_CODE_SIGN_IDENTITY".
-# CONTENTS: the app's Contents folder holding Frameworks/ and Resources/ as
-# this bundle lays them out (default: this bundle's own Contents).
+# In the app target's Run Script phase, after "Embed Frameworks":
+#   "$SRCROOT/sign.sh" "${EXPANDED_CODE_SIGN_IDENTITY:-}" \
+#       "$TARGET_BUILD_DIR/$FRAMEWORKS_FOLDER_PATH/Tsffi.framework"
+# with sign-inputs.xcfilelist / sign-outputs.xcfilelist as the phase's input
+# and output file lists (Xcode's user-script sandbox lets a script touch only
+# the files it declares).
+#
+# The mode follows the identity:
+#   empty, or CODE_SIGNING_ALLOWED=NO   signing is off: one line, exit 0
+#   -                                   ad hoc: no hardened runtime, no timestamp
+#   Developer ID Application: ..., Apple Distribution: ...,
+#   3rd Party Mac Developer Application: ..., or TSFFI_SIGN_FOR_DISTRIBUTION=YES
+#                                       distribution: --options runtime --timestamp
+#                                       (the timestamp needs Apple's server: online)
+#   anything else (Apple Development: ..., a SHA-1)
+#                                       development: no timestamp, so offline builds pass
 #
 # Why the order matters: a signature seals the code it covers and records the
-# signatures of the code nested inside it. Signing an outer item before an
-# inner one leaves the outer seal naming the inner file's OLD signature, and
-# the app fails verification (and, under the hardened runtime's library
-# validation, the file is refused at load). So the deepest files come first,
-# and the app itself -- outermost -- last, after this script.
-#
-# Every file was rewritten by `turbospark-ffi bundle` (install names, rpaths)
-# and is unsigned until this runs; Apple silicon loads no unsigned code.
+# signatures of the code nested inside it. Signing the framework before a file
+# inside it leaves the seal naming the file's OLD signature, and verification
+# (and, under library validation, loading) fails. The app itself, outermost,
+# is signed by Xcode after this phase.
 set -eu
-if [ "$#" -lt 1 ] || [ "$#" -gt 2 ] || [ -z "$1" ]; then
-    echo "usage: sign.sh IDENTITY [CONTENTS]" >&2
+if [ "${CODE_SIGNING_ALLOWED:-YES}" = NO ] || { [ "$#" -ge 1 ] && [ -z "$1" ]; }; then
+    echo "sign.sh: code signing is off (no identity, or CODE_SIGNING_ALLOWED=NO): Tsffi.framework left unsigned"
+    exit 0
+fi
+if [ "$#" -ne 2 ]; then
+    echo "usage: sign.sh IDENTITY FRAMEWORK" >&2
     exit 2
 fi
 IDENTITY=$1
-CONTENTS=${2:-"$(cd "$(dirname "$0")" && pwd)/Contents"}
-if [ ! -d "$CONTENTS/Frameworks" ]; then
-    echo "sign.sh: $CONTENTS/Frameworks is not a directory (CONTENTS is the app's Contents folder)" >&2
+FRAMEWORK=$2
+if [ ! -f "$FRAMEWORK/Versions/A/Tsffi" ]; then
+    echo "sign.sh: $FRAMEWORK/Versions/A/Tsffi is not a file (FRAMEWORK is the embedded Tsffi.framework)" >&2
     exit 2
 fi
-sign() {
-    codesign --force --timestamp --options runtime --sign "$IDENTITY" "$CONTENTS/$1"
-}
+case "$IDENTITY" in
+    -) set -- --force --timestamp=none --sign - ;;
+    "Developer ID Application:"*|"Apple Distribution:"*|"3rd Party Mac Developer Application:"*)
+        set -- --force --options runtime --timestamp --sign "$IDENTITY" ;;
+    *)
+        if [ "${TSFFI_SIGN_FOR_DISTRIBUTION:-NO}" = YES ]; then
+            set -- --force --options runtime --timestamp --sign "$IDENTITY"
+        else
+            set -- --force --timestamp=none --sign "$IDENTITY"
+        fi ;;
+esac
 """
 
 
 def sign_order(layout: MacLayout, files: list[Path]) -> list[str]:
-    """Inner first: deeper paths under Contents before shallower ones."""
-    rel = [f.relative_to(layout.contents).as_posix() for f in files]
-    return sorted(rel, key=lambda r: (-r.count("/"), r))
+    """Inner first: every file in Versions/A/Frameworks (a flat list, sorted),
+    then the framework's version folder, which signs its binary."""
+    nested = sorted(f.relative_to(layout.framework).as_posix() for f in files
+                    if f.parent == layout.code)
+    return nested + [layout.version_dir.relative_to(layout.framework).as_posix()]
 
 
 def write_sign_script(layout: MacLayout, files: list[Path]) -> Path:
+    """sign.sh and the Run Script phase's file lists, beside the XCFramework."""
     script = layout.root / "sign.sh"
     order = sign_order(layout, files)
     quoted = [rel for rel in order if "'" in rel]
     if quoted:
         raise BundleError(f"the bundled file {quoted[0]} has a quote in its name; sign.sh "
                           "quotes every path with single quotes and cannot name it")
-    lines = [f"sign '{rel}'" for rel in order]
-    script.write_text(_SIGN_HEADER + "\n".join(lines) + "\n")
+    lines = [f"codesign \"$@\" \"$FRAMEWORK/{rel}\"" for rel in order]
+    script.write_text(_SIGN_SCRIPT + "\n".join(lines) + "\n")
     os.chmod(script, 0o755)
+    embedded = f"$(TARGET_BUILD_DIR)/$(FRAMEWORKS_FOLDER_PATH)/{FRAMEWORK_NAME}.framework"
+    inputs = [f"{embedded}/{rel}" for rel in order[:-1]]
+    inputs.append(f"{embedded}/{order[-1]}/{FRAMEWORK_NAME}")
+    outputs = inputs + [f"{embedded}/{order[-1]}/_CodeSignature/CodeResources"]
+    (layout.root / "sign-inputs.xcfilelist").write_text("\n".join(inputs) + "\n")
+    (layout.root / "sign-outputs.xcfilelist").write_text("\n".join(outputs) + "\n")
     return script
-
-
-def write_swift_package(layout: MacLayout, *, module_name: str, header_name: str,
-                        link_name: str) -> None:
-    """A local Swift package at the bundle's root: the C module (module map
-    over include/, `link` the library) and the linker's search path to
-    Contents/Frameworks, computed from where the package is when it is
-    evaluated -- so no environment variable and no absolute path. Local
-    (path) packages may carry unsafeFlags; a package from a URL may not."""
-    root = layout.root
-    target = root / "swift" / module_name
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "module.modulemap").write_text(
-        f"module {module_name} [system] {{\n"
-        f'    header "../../include/{header_name}"\n'
-        f'    link "{link_name}"\n'
-        "    export *\n"
-        "}\n")
-    linker = root / "swift" / f"{module_name}Linker"
-    linker.mkdir(parents=True, exist_ok=True)
-    (linker / "Linker.swift").write_text(
-        f"// Carries the linker's search path for lib{link_name} (Package.swift); the C\n"
-        f"// functions come from `import {module_name}`.\n"
-        f"@_exported import {module_name}\n")
-    frameworks = layout.frameworks.relative_to(root).as_posix()
-    (root / "Package.swift").write_text(f"""// swift-tools-version:5.9
-//
-// Written by `turbospark-ffi bundle`: the C API of lib{link_name} for Swift, from this
-// folder wherever it is. In Xcode: File > Add Package Dependencies > Add Local...,
-// this folder; add the product {module_name} to the app target; `import {module_name}`.
-// The app still embeds Contents/ (README: Shipping in a Mac app).
-import PackageDescription
-
-let frameworks = Context.packageDirectory + "/{frameworks}"
-
-let package = Package(
-    name: "{module_name}",
-    products: [
-        .library(name: "{module_name}", targets: ["{module_name}Linker"]),
-    ],
-    targets: [
-        .systemLibrary(name: "{module_name}", path: "swift/{module_name}"),
-        .target(
-            name: "{module_name}Linker",
-            dependencies: ["{module_name}"],
-            path: "swift/{module_name}Linker",
-            linkerSettings: [.unsafeFlags(["-L", frameworks], .when(platforms: [.macOS]))]
-        ),
-    ]
-)
-""")

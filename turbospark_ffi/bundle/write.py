@@ -36,8 +36,10 @@ __all__ = ["BundleInfo", "write_bundle", "MARKER"]
 
 MARKER = "turbospark_bundle.txt"
 # Where an earlier bundle's marker is, in either layout (--force replaces only a bundle).
-_MARKERS = (f"python/{MARKER}", f"Contents/Resources/{macos.APP_DIRNAME}/{MARKER}")
-MODULE_NAME = "CTsffi"
+_MARKERS = (f"python/{MARKER}",
+            f"{macos.FRAMEWORK_NAME}.xcframework/*/{macos.FRAMEWORK_NAME}.framework/Versions/A/"
+            f"Resources/{macos.APP_DIRNAME}/{MARKER}")
+MODULE_NAME = "Tsffi"
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 PYTHON_DIRNAME = f"python{_PY}"                       # TSFFI_BUILD_PYTHON_DIRNAME
 STDLIB_ZIP_NAME = f"python{_PY.replace('.', '')}.zip"  # TSFFI_BUILD_STDLIB_ZIP_NAME
@@ -253,7 +255,7 @@ def _checked_target(out_dir: str | os.PathLike, force: bool) -> Path:
             if not force:
                 raise BundleError(f"{out} exists and is not empty (--force replaces an "
                                   "earlier bundle)")
-            if not any((out / marker).is_file() for marker in _MARKERS):
+            if not any(p.is_file() for marker in _MARKERS for p in out.glob(marker)):
                 raise BundleError(f"{out} is not a bundle; refusing to replace it")
     return out
 
@@ -306,12 +308,8 @@ def _layout_writer(package: Path, own: Path, library: Path, header: Path,
             python_home = sys.base_prefix
         mac = macos.find_python(python_home)
         macos.check_library(library, mac)
-        if not own.is_file():
-            raise BundleError("measuring what the library imports runs its Python side in this "
-                              f"Python, with this machine's own build of the library ({own}), "
-                              "which is missing; run: python ffi_build.py")
-        # The probe runs here: this Python, this machine's library, the same
-        # package (its imports do not depend on the platform it runs on).
+        # The package and header come from here; the standard library's
+        # choice is declared (bundle/runtime.py), so nothing is run.
         probe_sources = _running_python(package, own, header, libpython=None)
 
         def write(work: Path, scratch: Path) -> BundleInfo:
@@ -500,13 +498,16 @@ def _write_binaries(layout: _Layout, sources: _Sources, info: BundleInfo) -> dic
     return elf_sources
 
 
-def _write_package(layout: _Layout, sources: _Sources) -> None:
+def _write_package(layout: _Layout, sources: _Sources, keep=None) -> None:
     """4. This package: its files (the sample installs too, so that a bundle
-    can demo itself) and checked-hash .pyc beside them, which stay valid
-    however the bundle is copied (a timestamp .pyc would not)."""
+    can demo itself; `keep(rel)` chooses fewer) and checked-hash .pyc beside
+    them, which stay valid however the bundle is copied (a timestamp .pyc
+    would not)."""
     import py_compile
     for src in _package_sources(sources.package):
         rel = src.relative_to(sources.package)
+        if keep is not None and not keep(rel):
+            continue
         dst = layout.package / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
@@ -606,76 +607,68 @@ def _measure_space(layout: _Layout, sources: _Sources, info: BundleInfo,
 
 def _write_macos(root: Path, *, library: Path, mac: macos.MacPython, probe_sources: _Sources,
                  scratch: Path) -> BundleInfo:
-    """The same measured choice of modules as the Linux layout, placed where
-    a Mac app keeps code (Contents/Frameworks) and data (Contents/Resources),
-    every Mach-O file rewritten to load from there; then the developer's
-    side: header, Swift package, sign.sh."""
-    from .. import native
+    """The same measured choice of modules as the Linux layout, placed in
+    Tsffi.xcframework's one framework (bundle/macos.py says where and why),
+    every Mach-O file rewritten to load from there; the runtime of the
+    package only (bundle/runtime.py); then sign.sh and its file lists."""
+    from .. import __version__
+    from . import runtime
     info = BundleInfo(root=root, system_base="libSystem")
-    layout = macos.MacLayout(root, mac.version, library.name)
+    layout = macos.MacLayout(root, mac.version, macos.library_archs(library))
     layout.make_dirs()
-    calls = probe_calls(probe_sources.package / "samples", scratch)
-    whole = _whole_package_modules(probe_sources.stdlib)
-    _, modules = _measure_imports(probe_sources, calls, whole, scratch / "p1")
-    here_std, here_ext = _modules_to_bundle(modules, probe_sources)
-    std_files, ext_files = _in_target(here_std, here_ext, probe_sources, mac)
+    std_files = runtime.stdlib_files(mac.stdlib)
+    ext_files = _target_extensions(runtime.EXTENSION_MODULES, mac)
     info.stdlib_modules, info.extension_modules = sorted(std_files), sorted(ext_files)
     _zip_stdlib(layout.stdlib_zip, mac.stdlib, std_files)
     files, info.stripped_bytes, info.system_libs = macos.write_binaries(
         layout, library, mac, ext_files)
-    _write_package(layout, probe_sources)
-    shutil.copyfile(probe_sources.header, root / "include" / native.HEADER_NAME)
+    _write_package(layout, probe_sources, keep=runtime.is_runtime_file)
+    macos.write_framework_files(layout, header=probe_sources.header, version=__version__)
     tag = f"cpython-{mac.version.replace('.', '')}-darwin"
     _write_marker(layout.home / MARKER, probe_sources.header, info,
-                  f"the library in ../../Frameworks starts its embedded\n"
-                  f"Python with this folder as its home, ../../Frameworks/{macos.APP_DIRNAME} "
-                  "for its\nextension modules, and nothing outside the app.",
+                  f"the framework's binary (../../{macos.FRAMEWORK_NAME}) starts its "
+                  "embedded\nPython with this folder as its home, ../../Frameworks for its "
+                  "extension\nmodules, and nothing outside the framework.",
                   python=mac.version, platform="macos", soabi=tag,
                   stdlib_zip=layout.stdlib_zip.name)
     macos.write_sign_script(layout, files)
-    macos.write_swift_package(layout, module_name=MODULE_NAME, header_name=native.HEADER_NAME,
-                              link_name=native.LINK_NAME)
-    info.total_bytes = _tree_size(root)
-    parts = [(f"Frameworks/{layout.libpython.name}", layout.libpython),
-             (f"Frameworks/{layout.library.name}", layout.library),
-             (f"Resources/{macos.APP_DIRNAME}/{layout.stdlib_zip.name} (standard library)",
-              layout.stdlib_zip),
-             (f"Frameworks/{macos.APP_DIRNAME}/lib-dynload ({len(ext_files)} modules)",
-              layout.dynload),
-             (f"Frameworks/{macos.APP_DIRNAME}/site-packages/{mac.cffi_backend.name}",
-              layout.backend_dir / mac.cffi_backend.name),
-             (f"Resources/{macos.APP_DIRNAME}/site-packages/turbospark_ffi/samples",
-              layout.package / "samples")]
-    sizes = [(label, _tree_size(p)) for label, p in parts if p.exists()]
-    samples = layout.package / "samples"
-    sizes.append((f"Resources/{macos.APP_DIRNAME}/site-packages/turbospark_ffi (.py + .pyc)",
-                  _tree_size(layout.package) - _tree_size(samples)))
-    sizes.append(("everything else", info.total_bytes - sum(size for _, size in sizes)))
-    info.parts = sorted(sizes, key=lambda x: -x[1])
-    info.notes.append(f"  Mach-O files ({len(files)}) rewritten to load from the bundle and "
-                      "unsigned: run sign.sh IDENTITY after the last edit")
+    _macos_sizes(info, layout, mac, len(ext_files))
+    info.notes.append(f"  Mach-O files ({len(files)}) rewritten to load from the framework "
+                      "and unsigned: the app's Run Script phase runs sign.sh after Embed "
+                      "Frameworks (docs/shipping.md)")
     info.notes.append("  load check: NOT RUN: the library is Mach-O (macOS); this command "
                       "loads only a Linux bundle to compare its answers; a macOS bundle is "
                       "first loaded by the signed app")
     return info
 
 
-def _in_target(std_files: dict[str, Path], ext_files: dict[str, Path], here: _Sources,
-               mac: macos.MacPython) -> tuple[dict[str, Path], dict[str, Path]]:
-    """The modules measured here (files of the running Python), as the files
-    of the Python being bundled: the same path under its standard library,
-    the same module name in its lib-dynload. A module that Python compiled
-    into its library is skipped; anything else missing is an error."""
-    std: dict[str, Path] = {}
-    for name, src in std_files.items():
-        there = mac.stdlib / src.relative_to(here.stdlib)
-        if not there.is_file():
-            raise BundleError(f"the library imports {name}, and the Python at {mac.home} has "
-                              f"no {there}")
-        std[name] = there
+def _macos_sizes(info: BundleInfo, layout: macos.MacLayout, mac: macos.MacPython,
+                 extension_count: int) -> None:
+    """What takes the space, by the framework's parts."""
+    info.total_bytes = _tree_size(layout.root)
+    rel = f"{macos.FRAMEWORK_NAME}.framework/Versions/A"
+    parts = [(f"{rel}/Frameworks/{layout.libpython.name}", layout.libpython),
+             (f"{rel}/{macos.FRAMEWORK_NAME} (libtsffi)", layout.library),
+             (f"{rel}/Resources/{macos.APP_DIRNAME}/{layout.stdlib_zip.name} (standard library)",
+              layout.stdlib_zip),
+             (f"{rel}/Frameworks/{mac.cffi_backend.name}",
+              layout.backend_dir / mac.cffi_backend.name)]
+    sizes = [(label, _tree_size(p)) for label, p in parts if p.exists()]
+    ext = sum(_tree_size(p) for p in layout.code.glob("*.so") if p.name != mac.cffi_backend.name)
+    sizes.append((f"{rel}/Frameworks: {extension_count} extension modules", ext))
+    sizes.append((f"{rel}/Resources/{macos.APP_DIRNAME}/site-packages/turbospark_ffi "
+                  "(.py + .pyc)", _tree_size(layout.package)))
+    sizes.append(("everything else", info.total_bytes - sum(size for _, size in sizes)))
+    info.parts = sorted(sizes, key=lambda x: -x[1])
+
+
+def _target_extensions(names: tuple[str, ...], mac: macos.MacPython) -> dict[str, Path]:
+    """The declared extension modules as files of the Python being bundled
+    (its lib-dynload). A module that Python compiled into its library is
+    skipped; anything else missing is an error."""
     ext: dict[str, Path] = {}
     tag = f"cpython-{mac.version.replace('.', '')}-darwin"
-    for name in ext_files:
+    for name in names:
         found = sorted(mac.dynload.glob(f"{name}.{tag}.so")) or \
             sorted(mac.dynload.glob(f"{name}.so"))
         if found:
@@ -684,4 +677,4 @@ def _in_target(std_files: dict[str, Path], ext_files: dict[str, Path], here: _So
             raise BundleError(f"the library loads the extension module {name}, which the "
                               f"Python at {mac.home} has neither in {mac.dynload} nor "
                               f"compiled in (its library exports no PyInit_{name})")
-    return std, ext
+    return ext

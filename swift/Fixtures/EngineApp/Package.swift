@@ -3,7 +3,8 @@
 // An app built the way the engine's Mac app would adopt this library (tests
 // only; tests/test_engine_app.py builds and runs it): it depends on the
 // engine's Swift package (here its stand-in, ../TurboSparkEngine) and on
-// SpeculationPreview (../..), imports both Swift modules and both C
+// SpeculationPreview (../../../SpeculationPreview, the repository's link to swift/: the
+// package identity an app names), imports both Swift modules and both C
 // modules into one file, uses the engine's names unqualified next to
 // ours, and links the engine's static libturbospark_ffi.a beside libtsffi.
 // Tools 5.9 and macOS 14, as the engine's app declares (docs/ENGINE.md
@@ -20,14 +21,14 @@ let package = Package(
     platforms: [.macOS(.v14)],
     dependencies: [
         .package(path: "../TurboSparkEngine"),
-        .package(path: "../.."),
+        .package(path: "../../../SpeculationPreview"),
     ],
     targets: [
         .executableTarget(
             name: "EngineApp",
             dependencies: [
                 .product(name: "TurboSpark", package: "TurboSparkEngine"),
-                .product(name: "SpeculationPreview", package: "swift"),
+                .product(name: "SpeculationPreview", package: "SpeculationPreview"),
             ]
         ),
         .target(name: "FormerNames"),
@@ -35,7 +36,7 @@ let package = Package(
             name: "EngineAppFormerNames",
             dependencies: [
                 .product(name: "TurboSpark", package: "TurboSparkEngine"),
-                .product(name: "SpeculationPreview", package: "swift"),
+                .product(name: "SpeculationPreview", package: "SpeculationPreview"),
                 "FormerNames",
             ],
             swiftSettings: [.define("FORMER_NAMES")]

@@ -1,4 +1,4 @@
-import CTsffi
+import Tsffi
 import Foundation
 
 /// The C ABI of libtsffi, called from Swift.

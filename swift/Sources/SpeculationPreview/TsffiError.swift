@@ -1,4 +1,4 @@
-import CTsffi
+import Tsffi
 import Foundation
 
 /// A status code of the C ABI: the `int32_t` every function returns, as a

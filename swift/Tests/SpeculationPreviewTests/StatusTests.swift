@@ -1,4 +1,4 @@
-import CTsffi
+import Tsffi
 import Foundation
 import Testing
 import SpeculationPreview

@@ -5,7 +5,7 @@
 //   EngineApp DIR
 //
 // Every line it prints is checked, written out, by tests/test_engine_app.py.
-import CTsffi
+import Tsffi
 import CTurboSpark
 import Foundation
 import SpeculationPreview
