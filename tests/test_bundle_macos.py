@@ -651,10 +651,10 @@ def test_the_library_finds_the_app_layout(tmp_path):
     assert (info["library"], info["pythonHome"], info["package"]) == (
         str(contents / "Frameworks" / "libtsffi.so"), str(home),
         str(home / "site-packages" / "turbospark_ffi"))
-    assert info["sysPath"] == [str(home / "site-packages"), str(home / f"python{PYNODOT}.zip"),
+    # sealed: the two site-packages are reached through the library's finder only
+    assert info["sysPath"] == [str(home / f"python{PYNODOT}.zip"),
                                str(home / "lib" / f"python{PY}"),
-                               str(contents / "Frameworks" / "tsffi-python" / "lib-dynload"),
-                               str(contents / "Frameworks" / "tsffi-python" / "site-packages")]
+                               str(contents / "Frameworks" / "tsffi-python" / "lib-dynload")]
     assert json.loads(got["plan"][1])["drafter"]["note"] == DFLASH_AUTO_NOTE
     expected = _run(oracle, install, tmp_path)
     assert {k: v for k, v in got.items() if k != "info"} == \
