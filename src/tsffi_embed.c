@@ -459,13 +459,12 @@ static int tsffi_trusted_dir(const char *path, char *why, size_t cap) {
         broken = "its group may write to it and is not " TSFFI_PRIVILEGED_GROUPS;
     if (broken == NULL)
         return 1;
-    snprintf(
-        why, cap,
-        "owner uid %u, group gid %u, mode %04o: %s (this process runs as uid %u). A "
-        "directory or file Python code is imported from must be owned by root or by that user, "
-        "not writable by everyone, and writable by its group only if the group is %s",
-        (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777), broken,
-        (unsigned)euid, TSFFI_PRIVILEGED_GROUPS);
+    snprintf(why, cap,
+             "owner uid %u, group gid %u, mode %04o: %s (this process runs as uid %u). A "
+             "directory Python code is imported from must be owned by root or by that user, "
+             "not writable by everyone, and writable by its group only if the group is %s",
+             (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777), broken,
+             (unsigned)euid, TSFFI_PRIVILEGED_GROUPS);
     return 0;
 }
 
@@ -830,7 +829,7 @@ static void tsffi_py_error_text(char *buf, size_t cap) {
  * it after: the host's import system is the host's). */
 static const char tsffi_seal_source[] =
     "import sys\n"
-    "from importlib.machinery import PathFinder\n"
+    "from _frozen_importlib_external import PathFinder\n"
     "class TsffiSealedFinder:\n"
     "    temporary = first\n"
     "    def __init__(self, places):\n"
@@ -1043,10 +1042,11 @@ static int tsffi_load_backend(struct tsffi_layout *L) {
     return 0;
 }
 
-/* The address space CPython's start and the first call need, measured:
- * under `prlimit --as` a C host's first plan needs 40 MiB more than the
- * host had mapped; CPython answers an allocation that fails during its
- * start with a fatal error, which aborts the host (seen at 10.5 MB). */
+/* The address space kept free for CPython's start and the first call: a
+ * margin, not a measured minimum. Seen: a C host's first plan under
+ * `prlimit --as=60000000` answers; at 11 MB and 30 MB this probe refuses
+ * (status 9). CPython answers an allocation that fails during its start
+ * with a fatal error, which aborts the host (issue 32: seen at 10.5 MB). */
 #define TSFFI_START_ADDRESS_SPACE ((size_t)48 * 1024 * 1024)
 
 /* Whether the process's address-space limit leaves the start room: a
