@@ -139,17 +139,16 @@ def _tsffi_boot():
                 def isatty(self):
                     return False
             sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = _Sink()
-        if "turbospark_ffi" not in sys.modules:
-            # In a Python host, the package beside the library comes first,
-            # for this one import only: the host's sys.path is the host's.
-            sys.path.insert(0, parent)
-            try:
-                import turbospark_ffi._boot
-            finally:
-                try:
-                    sys.path.remove(parent)
-                except ValueError:
-                    pass
+        # The package is found by the finder the C start-up installed
+        # (src/tsffi_embed.c, tsffi_seal), never through sys.path. In a
+        # Python host it is first and for this one import only (the host's
+        # import system is the host's): removed here.
+        try:
+            import turbospark_ffi._boot
+        finally:
+            sys.meta_path[:] = [finder for finder in sys.meta_path
+                                if not getattr(finder, "temporary", False)
+                                or type(finder).__name__ != "TsffiSealedFinder"]
         # The rest is the package's own (turbospark_ffi/_boot.py): it checks
         # that the package is the one beside the library and binds it.
         from turbospark_ffi import _boot

@@ -19,12 +19,15 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -646,6 +649,71 @@ static int tsffi_check_python(const struct tsffi_layout *L) {
     return 0;
 }
 
+/* Every directory and file below root, each trusted as tsffi_trusted_dir
+ * says (its rule is about who may replace what is imported, which holds for
+ * a file as for the folder holding it). 1: all trusted; 0: `bad` names the
+ * first that is not, `why` says why. A folder that cannot be listed is left
+ * to the import, which says what it could not read. */
+#define TSFFI_TREE_DEPTH 8 /* the package is 3 deep (bundle/__pycache__); more is not ours */
+
+static int tsffi_trusted_tree(const char *root, int depth, char *bad, size_t bad_cap, char *why,
+                              size_t cap) {
+    DIR *d;
+    struct dirent *entry;
+    char path[PATH_MAX];
+    int ok = 1;
+    if (!tsffi_trusted_dir(root, why, cap)) {
+        snprintf(bad, bad_cap, "%s", root);
+        return 0;
+    }
+    if (depth >= TSFFI_TREE_DEPTH || !tsffi_is_dir(root) || (d = opendir(root)) == NULL)
+        return 1;
+    while (ok && (entry = readdir(d)) != NULL) {
+        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0 &&
+            tsffi_join(path, sizeof path, root, entry->d_name))
+            ok = tsffi_trusted_tree(path, depth + 1, bad, bad_cap, why, cap);
+    }
+    closedir(d);
+    return ok;
+}
+
+/* What the sealed search path (tsffi_seal) admits from the package's folder
+ * and cffi's: the package's whole tree and cffi's backend file. The
+ * standard library's and the extension modules' folders are checked as
+ * roots only (tsffi_check_search_path): their files belong to the Python
+ * installation, whose tree is the installer's; walking its ~1,000 files
+ * on every start would cost more than the start itself. */
+static int tsffi_check_imported_files(const struct tsffi_layout *L) {
+    char package[PATH_MAX], bad[PATH_MAX], why[512], backend[PATH_MAX];
+    const char *dirs[2];
+    int i;
+    if (!tsffi_join(package, sizeof package, L->package_parent, "turbospark_ffi"))
+        return 0; /* too long to exist: the import says it is missing */
+    if (!tsffi_trusted_tree(package, 0, bad, sizeof bad, why, sizeof why)) {
+        tsffi_runtime_fail("refusing to import Python code from %s: %s", bad, why);
+        return -1;
+    }
+    dirs[0] = L->package_parent;
+    dirs[1] = L->cffi_dir;
+    for (i = 0; i < 2; i++) {
+        DIR *d = dirs[i][0] != '\0' ? opendir(dirs[i]) : NULL;
+        struct dirent *entry;
+        int ok = 1;
+        if (d == NULL)
+            continue;
+        while (ok && (entry = readdir(d)) != NULL)
+            if (strncmp(entry->d_name, "_cffi_backend", 13) == 0 &&
+                tsffi_join(backend, sizeof backend, dirs[i], entry->d_name))
+                ok = tsffi_trusted_dir(backend, why, sizeof why);
+        closedir(d);
+        if (!ok) {
+            tsffi_runtime_fail("refusing to import Python code from %s: %s", backend, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The directories the interpreter will import from, each trusted
  * (tsffi_trusted_dir). The package's, the standard library's and the
  * extension modules' are needed, and so is a bundle's home, which holds the
@@ -670,7 +738,7 @@ static int tsffi_check_search_path(struct tsffi_layout *L) {
     if (L->cffi_dir[0] != '\0' &&
         (!tsffi_is_dir(L->cffi_dir) || !tsffi_trusted_dir(L->cffi_dir, why, sizeof why)))
         L->cffi_dir[0] = '\0';
-    return 0;
+    return tsffi_check_imported_files(L);
 }
 
 /* Inside Tsffi.framework (turbospark-ffi bundle given a Mach-O library; see
@@ -751,6 +819,7 @@ static int tsffi_find_layout(const char *lib_dir, struct tsffi_layout *L) {
 }
 
 static int tsffi_append_path(PyConfig *config, const char *path) {
+    /* After Py_PreInitialize in UTF-8 mode: decodes UTF-8, whatever the locale. */
     wchar_t *w = Py_DecodeLocale(path, NULL);
     PyStatus status;
     if (w == NULL)
@@ -765,17 +834,188 @@ static int tsffi_set_wide(PyConfig *config, wchar_t **field, const char *value) 
     return PyStatus_Exception(status) ? -1 : 0;
 }
 
-/* Start an interpreter of our own: isolated (no environment variables, no
- * user site, no current directory on sys.path), no signal handlers (the
- * host's SIGINT stays the host's), no bytecode writing into the host's
- * folders, home and search path pinned. Returns with the GIL released. */
-static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
+/* The pending Python exception as text in buf (cleared); for messages. */
+static void tsffi_py_error_text(char *buf, size_t cap) {
+    PyObject *type, *value, *tb, *text = NULL;
+    const char *detail = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    if (value != NULL)
+        text = PyObject_Str(value);
+    if (text != NULL)
+        detail = PyUnicode_AsUTF8(text);
+    snprintf(buf, cap, "%s%s%s", type != NULL ? ((PyTypeObject *)type)->tp_name : "",
+             type != NULL ? ": " : "", detail != NULL ? detail : "unknown error");
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+}
+
+/* The sealed search path. sys.path holds only the standard library (and the
+ * extension modules'): the package's folder is a site-packages, where any
+ * distribution may install a module named like one of the standard library
+ * (the enum34, dataclasses and typing back-ports do), and first on sys.path
+ * it would replace the standard library for the library. So the folder is
+ * reached through this finder, which admits only the names listed in
+ * `places` (a top-level name and the folders it may come from), and only
+ * after the standard library's own finder (`first` false) -- or, in a Python
+ * host, first and for the one import of the package (the init code removes
+ * it after: the host's import system is the host's). */
+static const char tsffi_seal_source[] =
+    "import sys\n"
+    "from _frozen_importlib_external import PathFinder\n"
+    "class TsffiSealedFinder:\n"
+    "    temporary = first\n"
+    "    def __init__(self, places):\n"
+    "        self.places = places\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        where = self.places.get(name)\n"
+    "        if where is None or path is not None:\n"
+    "            return None\n"
+    "        return PathFinder.find_spec(name, list(where), target)\n"
+    "    def invalidate_caches(self):\n"
+    "        pass\n"
+    "sys.meta_path.insert(0 if first else len(sys.meta_path), TsffiSealedFinder(places))\n";
+
+/* Run tsffi_seal_source (GIL held). `backend_dirs`: where _cffi_backend may
+ * come from, NULL to leave it to the host. 0, or -1 with the verdict set. */
+static int tsffi_seal(const char *package_parent, const char *const *backend_dirs, int first) {
+    PyObject *globals = PyDict_New(), *places = PyDict_New(), *result = NULL;
+    PyObject *package = PyUnicode_DecodeFSDefault(package_parent);
+    PyObject *package_dirs = package != NULL ? PyTuple_Pack(1, package) : NULL;
+    PyObject *backend = NULL;
+    int ok = globals != NULL && places != NULL && package_dirs != NULL &&
+             PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+             PyDict_SetItemString(globals, "first", first ? Py_True : Py_False) == 0 &&
+             PyDict_SetItemString(places, "turbospark_ffi", package_dirs) == 0 &&
+             PyDict_SetItemString(globals, "places", places) == 0;
+    if (ok && backend_dirs != NULL) {
+        int i;
+        ok = (backend = PyList_New(0)) != NULL &&
+             PyDict_SetItemString(places, "_cffi_backend", backend) == 0;
+        for (i = 0; ok && backend_dirs[i] != NULL; i++) {
+            PyObject *dir = PyUnicode_DecodeFSDefault(backend_dirs[i]);
+            ok = dir != NULL && PyList_Append(backend, dir) == 0;
+            Py_XDECREF(dir);
+        }
+    }
+    if (ok)
+        ok = (result = PyRun_String(tsffi_seal_source, Py_file_input, globals, globals)) != NULL;
+    if (!ok) {
+        char detail[512];
+        tsffi_py_error_text(detail, sizeof detail);
+        tsffi_runtime_fail("could not set up the embedded Python's import of %s: %s",
+                           package_parent, detail);
+    }
+    Py_XDECREF(result);
+    Py_XDECREF(backend);
+    Py_XDECREF(package_dirs);
+    Py_XDECREF(package);
+    Py_XDECREF(places);
+    Py_XDECREF(globals);
+    return ok ? 0 : -1;
+}
+
+/* The host's stderr while the library starts its interpreter. CPython
+ * writes to fd 2 when its start fails ("Python path configuration:", about
+ * 1 KB, seen with the host's descriptors exhausted), and so does cffi's
+ * start-up; nothing of that may reach a GUI's log. So, only while the
+ * library owns the start, fd 2 is a pipe: what arrives is the library's
+ * message on a failure (CPython's report, in the status-9 message) and is
+ * written to the real fd 2 after a success (a host thread's lines written
+ * meanwhile are delayed, not lost). Both ends are non-blocking: a host
+ * thread writing more than the pipe holds (64 KiB on Linux) in those ~25 ms
+ * gets EAGAIN for the excess rather than blocking the start, or being
+ * blocked by it. The ends are moved above fd 2, so a host that closed fds
+ * 0-2 never has the pipe land on them. */
+struct tsffi_capture {
+    int saved; /* the host's fd 2, or -1 if it had none */
+    int read_end;
+};
+
+static int tsffi_fd_above_stdio(int fd) {
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return moved;
+}
+
+/* 0, or -1 (errno set: no descriptor was free). */
+static int tsffi_capture_begin(struct tsffi_capture *c) {
+    int ends[2], write_end;
+    if (pipe(ends) != 0)
+        return -1;
+    c->read_end = tsffi_fd_above_stdio(ends[0]);
+    write_end = tsffi_fd_above_stdio(ends[1]);
+    c->saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    if (c->read_end < 0 || write_end < 0 || (c->saved < 0 && errno != EBADF)) {
+        int err = errno;
+        if (c->read_end >= 0)
+            close(c->read_end);
+        if (write_end >= 0)
+            close(write_end);
+        if (c->saved >= 0)
+            close(c->saved);
+        errno = err;
+        return -1;
+    }
+    fcntl(c->read_end, F_SETFL, O_NONBLOCK);
+    fcntl(write_end, F_SETFL, O_NONBLOCK);
+    dup2(write_end, 2);
+    close(write_end);
+    return 0;
+}
+
+/* Restore fd 2; what was captured goes to text (NUL-terminated, cut to
+ * cap) and, when forward is set, to the host's fd 2. */
+static void tsffi_capture_end(struct tsffi_capture *c, int forward, char *text, size_t cap) {
+    char chunk[4096];
+    size_t kept = 0;
+    ssize_t n;
+    if (c->saved >= 0) {
+        dup2(c->saved, 2);
+        close(c->saved);
+    } else {
+        close(2);
+    }
+    while ((n = read(c->read_end, chunk, sizeof chunk)) > 0) {
+        size_t take = (size_t)n < cap - 1 - kept ? (size_t)n : cap - 1 - kept;
+        memcpy(text + kept, chunk, take);
+        kept += take;
+        if (forward && c->saved >= 0) {
+            ssize_t off = 0, w;
+            while (off < n && (w = write(2, chunk + off, (size_t)(n - off))) > 0)
+                off += w;
+        }
+    }
+    text[kept] = '\0';
+    close(c->read_end);
+}
+
+/* Start an interpreter of our own: UTF-8 mode, isolated (no environment
+ * variables, no user site, no current directory on sys.path), no signal
+ * handlers (the host's SIGINT stays the host's), no bytecode writing into the
+ * host's folders, home and search path pinned, the package's folder sealed.
+ * Returns with the GIL released. */
+static int tsffi_init_own_interpreter(struct tsffi_layout *L) {
+    PyPreConfig preconfig;
     PyConfig config;
     PyStatus status;
 
-    if (tsffi_check_python(L) != 0 || tsffi_check_search_path(L) != 0)
+    /* PEP 540: file names, argv and the environment are UTF-8 whatever the
+     * locale. The C ABI takes UTF-8 paths; decoded by the locale, a host that
+     * never called setlocale (the "C" locale: ASCII) could not name
+     * `Modèles/mtp`, and one under a Latin-1 locale read another directory
+     * for the same bytes. The isolated preconfig leaves the host's LC_CTYPE
+     * alone (configure_locale = 0). */
+    PyPreConfig_InitIsolatedConfig(&preconfig);
+    preconfig.utf8_mode = 1;
+    status = Py_PreInitialize(&preconfig);
+    if (PyStatus_Exception(status)) {
+        tsffi_runtime_fail("the embedded Python failed to pre-initialize: %s",
+                           status.err_msg ? status.err_msg : "unknown error");
         return -1;
-
+    }
     PyConfig_InitIsolatedConfig(&config);
     config.install_signal_handlers = 0;
     config.write_bytecode = 0;
@@ -792,11 +1032,8 @@ static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
         tsffi_set_wide(&config, &config.program_name, tsffi_library_path) != 0 ||
         tsffi_set_wide(&config, &config.executable, tsffi_library_path) != 0 ||
         tsffi_set_wide(&config, &config.base_executable, tsffi_library_path) != 0 ||
-        tsffi_append_path(&config, L->package_parent) != 0 ||
         (L->bundled && tsffi_append_path(&config, L->stdlib_zip) != 0) ||
-        tsffi_append_path(&config, L->stdlib) != 0 || tsffi_append_path(&config, L->dynload) != 0 ||
-        (L->cffi_dir[0] != '\0' && strcmp(L->cffi_dir, L->package_parent) != 0 &&
-         tsffi_append_path(&config, L->cffi_dir) != 0)) {
+        tsffi_append_path(&config, L->stdlib) != 0 || tsffi_append_path(&config, L->dynload) != 0) {
         PyConfig_Clear(&config);
         tsffi_runtime_fail("could not configure the embedded Python (out of memory?)");
         return -1;
@@ -810,33 +1047,114 @@ static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
         return -1;
     }
     tsffi_owns_interpreter = 1;
-    /* cffi's backend must import before cffi's own start-up runs: if it
-     * cannot, cffi would print to the host's stderr and return 0 forever. */
-    {
-        PyObject *backend = PyImport_ImportModule("_cffi_backend");
-        if (backend == NULL) {
-            PyObject *type, *value, *tb, *text = NULL;
-            const char *detail = "unknown error";
-            PyErr_Fetch(&type, &value, &tb);
-            if (value != NULL)
-                text = PyObject_Str(value);
-            if (text != NULL)
-                detail = PyUnicode_AsUTF8(text);
-            tsffi_runtime_fail("cffi is missing: cannot import its backend _cffi_backend "
-                               "(%s); install cffi beside the package, in %s",
-                               detail ? detail : "unknown error", L->package_parent);
-            Py_XDECREF(text);
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(tb);
-            PyErr_Clear();
-            PyEval_SaveThread();
-            return -1;
-        }
-        Py_DECREF(backend);
+    return 0;
+}
+
+/* After the interpreter started (GIL held): the seal, then cffi's backend,
+ * which must import before cffi's own start-up runs: if it cannot, cffi
+ * would print to the host's stderr and return 0 forever. Releases the GIL. */
+static int tsffi_load_backend(struct tsffi_layout *L) {
+    const char *backend_dirs[3] = {L->package_parent, NULL, NULL};
+    PyObject *backend;
+    if (L->cffi_dir[0] != '\0' && strcmp(L->cffi_dir, L->package_parent) != 0)
+        backend_dirs[1] = L->cffi_dir;
+    if (tsffi_seal(L->package_parent, backend_dirs, 0) != 0) {
+        PyEval_SaveThread();
+        return -1;
     }
+    backend = PyImport_ImportModule("_cffi_backend");
+    if (backend == NULL) {
+        char detail[1024];
+        tsffi_py_error_text(detail, sizeof detail);
+        tsffi_runtime_fail("cffi is missing: cannot import its backend _cffi_backend "
+                           "(%s); install cffi beside the package, in %s",
+                           detail, L->package_parent);
+        PyEval_SaveThread();
+        return -1;
+    }
+    Py_DECREF(backend);
     PyEval_SaveThread();
     return 0;
+}
+
+/* The address space kept free for CPython's start and the first call: a
+ * margin, not a measured minimum. Seen: a C host's first plan under
+ * `prlimit --as=60000000` answers; at 11 MB and 30 MB this probe refuses
+ * (status 9). CPython answers an allocation that fails during its start
+ * with a fatal error, which aborts the host (issue 32: seen at 10.5 MB). */
+#define TSFFI_START_ADDRESS_SPACE ((size_t)48 * 1024 * 1024)
+
+/* Whether the process's address-space limit leaves the start room: a
+ * reservation that is never touched (PROT_NONE), given back at once. */
+static int tsffi_check_address_space(void) {
+    struct rlimit limit;
+    void *probe;
+    if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return 0;
+    probe = mmap(NULL, TSFFI_START_ADDRESS_SPACE, PROT_NONE, MAP_PRIVATE | MAP_ANON, -1, 0);
+    if (probe != MAP_FAILED) {
+        munmap(probe, TSFFI_START_ADDRESS_SPACE);
+        return 0;
+    }
+    tsffi_runtime_fail("the process's address-space limit (RLIMIT_AS = %llu bytes) leaves less "
+                       "than the %u MiB starting the embedded Python needs (CPython aborts the "
+                       "process when memory runs out during its start, so the library does not "
+                       "start it); raise the limit (ulimit -v) by at least that much",
+                       (unsigned long long)limit.rlim_cur,
+                       (unsigned)(TSFFI_START_ADDRESS_SPACE >> 20));
+    return -1;
+}
+
+/* The whole start of an interpreter of our own, with the host's fd 2
+ * captured from before CPython's first word to after cffi's last. */
+static int tsffi_start_own_interpreter(struct tsffi_layout *L) {
+    struct tsffi_capture capture;
+    char captured[2048];
+    int failed;
+    struct rlimit files;
+    if (tsffi_check_python(L) != 0 || tsffi_check_search_path(L) != 0)
+        return -1;
+    if (tsffi_capture_begin(&capture) != 0) {
+        int err = errno;
+        tsffi_runtime_fail(
+            "no file descriptor is free (%s; RLIMIT_NOFILE = %llu): starting the "
+            "embedded Python needs several, so the library does not start it",
+            strerror(err),
+            getrlimit(RLIMIT_NOFILE, &files) == 0 ? (unsigned long long)files.rlim_cur : 0ULL);
+        return -1;
+    }
+    failed = tsffi_init_own_interpreter(L) != 0 || tsffi_load_backend(L) != 0 ||
+             cffi_start_python() != 0;
+    tsffi_capture_end(&capture, !failed, captured, sizeof captured);
+    if (failed && captured[0] != '\0') {
+        size_t n = strlen(tsffi_runtime_message);
+        char *c;
+        for (c = captured; *c != '\0'; c++)
+            if (*c == '\n' || *c == '\t')
+                *c = ' ';
+        snprintf(tsffi_runtime_message + n, sizeof tsffi_runtime_message - n,
+                 "; the Python start-up reported: %s", captured);
+    }
+    return failed ? -1 : 0;
+}
+
+/* Set by Py_FinalizeEx (Py_AtExit): the interpreter the library's objects
+ * live in is gone; nothing may touch them again (PyGILState_Ensure on a
+ * finalized runtime crashes the host: SIGSEGV, seen). */
+static int tsffi_python_finalized = 0; /* __atomic only */
+static const char tsffi_finalized_message[] =
+    "the Python interpreter libtsffi runs in was finalized (Py_FinalizeEx was called by the "
+    "host after the library started): the library's Python objects died with it, so no call "
+    "that needs Python can be answered in this process again (not even after a new "
+    "Py_Initialize, whose interpreter they do not belong to); finalize Python only after the "
+    "last call to libtsffi";
+
+static void tsffi_on_python_finalized(void) {
+    __atomic_store_n(&tsffi_python_finalized, 1, __ATOMIC_SEQ_CST);
+}
+
+static int tsffi_python_gone(void) {
+    return __atomic_load_n(&tsffi_python_finalized, __ATOMIC_SEQ_CST) || !Py_IsInitialized();
 }
 
 static void tsffi_runtime_start(void) {
@@ -877,16 +1195,24 @@ static void tsffi_runtime_start(void) {
     if (!Py_IsInitialized()) {
         if (tsffi_start_own_interpreter(&layout) != 0)
             return;
+    } else {
+        /* The host is itself a Python process; its interpreter, its streams
+         * and its signal handlers are the host's, and we leave them. The
+         * package beside the library is found first, for its one import. */
+        PyGILState_STATE gil = PyGILState_Ensure();
+        int sealed = tsffi_seal(layout.package_parent, NULL, 1);
+        PyGILState_Release(gil);
+        if (sealed != 0)
+            return;
+        if (cffi_start_python() != 0) {
+            tsffi_runtime_fail("cffi's embedding start-up failed (the init code could not run); "
+                               "package directory: %s",
+                               tsffi_package_parent);
+            return;
+        }
     }
-    /* else: the host is itself a Python process; its interpreter, its
-     * streams and its signal handlers are the host's, and we leave them. */
-
-    if (cffi_start_python() != 0) {
-        tsffi_runtime_fail("cffi's embedding start-up failed (the init code could not run); "
-                           "package directory: %s",
-                           tsffi_package_parent);
-        return;
-    }
+    /* Whoever owns it, a host may finalize the interpreter: be told. */
+    Py_AtExit(tsffi_on_python_finalized);
     {
         char message[sizeof tsffi_runtime_message];
         int32_t status;
@@ -904,9 +1230,52 @@ static void tsffi_runtime_start(void) {
     tsffi_runtime_status = TSFFI_OK;
 }
 
+/* The stack CPython's start runs on. A GUI may call first from any thread,
+ * and CPython's start with the package's first import needs more than
+ * 64 KiB (a first call from a 64 KiB thread died with SIGSEGV; 96 KiB
+ * worked): the start runs on a thread of the library's own, joined before
+ * the first call goes on. 8 MiB: the main thread's default on Linux and
+ * macOS. */
+#define TSFFI_START_STACK ((size_t)8 * 1024 * 1024)
+
+static void *tsffi_start_thread(void *unused) {
+    (void)unused;
+    tsffi_runtime_start();
+    return NULL;
+}
+
+static void tsffi_runtime_start_once(void) {
+    pthread_attr_t attr;
+    pthread_t thread;
+    int err;
+    if (Py_IsInitialized()) {
+        /* A Python host: its calling thread may hold the GIL (ctypes.PyDLL),
+         * which a thread of ours would wait for forever. Its threads are
+         * Python's, with Python's stacks. */
+        tsffi_runtime_start();
+        return;
+    }
+    if (tsffi_check_address_space() != 0)
+        return;
+    if ((err = pthread_attr_init(&attr)) != 0) {
+        tsffi_runtime_fail("could not start the library's start-up thread: %s", strerror(err));
+        return;
+    }
+    if ((err = pthread_attr_setstacksize(&attr, TSFFI_START_STACK)) == 0)
+        err = pthread_create(&thread, &attr, tsffi_start_thread, NULL);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
+        tsffi_runtime_fail("could not start the library's start-up thread (a %u MiB stack, for "
+                           "CPython's start): %s",
+                           (unsigned)(TSFFI_START_STACK >> 20), strerror(err));
+        return;
+    }
+    pthread_join(thread, NULL);
+}
+
 /* Start the runtime once; every later call gets the first call's verdict. */
 static int32_t tsffi_enter(void) {
-    pthread_once(&tsffi_runtime_once, tsffi_runtime_start);
+    pthread_once(&tsffi_runtime_once, tsffi_runtime_start_once);
     if (tsffi_runtime_status != TSFFI_OK) {
         tsffi_set_error_str(tsffi_runtime_message);
         return TSFFI_ERR_RUNTIME;
@@ -927,6 +1296,11 @@ static int32_t tsffi_null_argument(const char *name, const char *what) {
 static int32_t tsffi_call(int32_t fn, const char *a, const char *b, char **out) {
     int32_t status;
     *out = NULL;
+    /* Checked before PyGILState_Ensure, which a finalized runtime crashes in. */
+    if (tsffi_python_gone()) {
+        tsffi_set_error_str(tsffi_finalized_message);
+        return TSFFI_ERR_RUNTIME;
+    }
     status = tsffi_py_call(fn, a, b != NULL ? b : "", out);
     if (status == TSFFI_OK && *out == NULL) {
         tsffi_set_error_str("internal error: the call produced no result");
@@ -985,6 +1359,10 @@ static int32_t tsffi_entry(int32_t fn, const char *required, const char *require
         return tsffi_null_argument(required_name, required_accepts);
     if (tsffi_forked_while_busy) {
         tsffi_set_error_str(tsffi_forked_message);
+        return TSFFI_ERR_RUNTIME;
+    }
+    if (__atomic_load_n(&tsffi_python_finalized, __ATOMIC_SEQ_CST)) {
+        tsffi_set_error_str(tsffi_finalized_message);
         return TSFFI_ERR_RUNTIME;
     }
     __atomic_add_fetch(&tsffi_threads_inside, 1, __ATOMIC_SEQ_CST);

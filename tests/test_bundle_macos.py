@@ -767,7 +767,8 @@ def test_the_library_finds_the_framework_layout(framework_app):
     assert info["ownsInterpreter"] is True
     assert (info["library"], info["pythonHome"], info["package"]) == (
         str(va / "Tsffi"), str(home), str(home / "site-packages" / "turbospark_ffi"))
-    assert info["sysPath"] == [str(home / "site-packages"), str(home / f"python{PYNODOT}.zip"),
+    # sealed: site-packages is reached through the library's finder only
+    assert info["sysPath"] == [str(home / f"python{PYNODOT}.zip"),
                                str(home / "lib" / f"python{PY}"), str(va / "Frameworks")]
     assert json.loads(got["plan"][1])["drafter"]["note"] == DFLASH_AUTO_NOTE
     expected = _run(oracle, install, tmp_path)

@@ -159,7 +159,7 @@ def test_the_copy_answers_from_its_own_home(embedded):
     assert status == CODES["TSFFI_OK"], text
     info = json.loads(text)
     assert info["pythonHome"] == str(embedded.home)
-    assert info["sysPath"] == [str(embedded.site), str(embedded.stdlib), str(embedded.dynload)]
+    assert info["sysPath"] == [str(embedded.stdlib), str(embedded.dynload)]  # sealed: no site
 
 
 # ----------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_a_moved_python_is_found_from_the_loaded_libpython(embedded):
         info = json.loads(text)
         stdlib = moved / embedded.stdlib.relative_to(embedded.home)
         assert info["pythonHome"] == str(moved)
-        assert info["sysPath"] == [str(embedded.site), str(stdlib), str(stdlib / "lib-dynload")]
+        assert info["sysPath"] == [str(stdlib), str(stdlib / "lib-dynload")]  # sealed: no site
     finally:
         moved.rename(embedded.home)
 

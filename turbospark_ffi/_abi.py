@@ -63,6 +63,14 @@ def bind(ffi, lib) -> None:
     model_names.use_getenv(getenv)
 
 
+def bound_library() -> str | None:
+    """The path of the library this module is bound to (None: not bound):
+    a second copy of the library asks it to say which copy came first."""
+    if _lib is None:
+        return None
+    return _string(_lib.tsffi_get_library_path()).decode("utf-8", "surrogateescape")
+
+
 def _install_keys(ffi, lib):
     """tsffi_install_keys as `install.file_keys` wants it: the key's bytes."""
     new, buffer, keys_of = ffi.new, ffi.buffer, lib.tsffi_install_keys
