@@ -145,7 +145,15 @@ TSFFI_API uint32_t tsffi_abi_version(void);
  *    "pythonExecutable": what the interpreter reports as sys.executable
  *    (this library's own path when it started the interpreter) | null,
  *    "sysPath": [the directories Python imports from], "ownsInterpreter":
- *    bool (false when the host is itself a Python process)}
+ *    bool (false when the host is itself a Python process),
+ *    "engine": "turbospark-runtime", "engineVersion": "0.3.0"}
+ * "engine" and "engineVersion" name the engine whose policy and words this
+ * library speaks: every text a plan, a preview or a refusal shows is that
+ * engine version's (its speculation module's, its blocker functions', its
+ * index reader's), byte for byte. "engineVersion" changes when the library
+ * follows another engine version, and any change to those texts or decisions
+ * is such a change: a host that matches on the engine's messages reads here
+ * which ones it will see.
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT if out_json is NULL; TSFFI_ERR_RUNTIME;
  * or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_build_info_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
