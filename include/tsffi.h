@@ -253,10 +253,19 @@ TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_j
  * served); TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
  * TSFFI_ERR_INTERNAL.
  * A warm call on an unchanged install named by its absolute path costs three
- * stat() calls and no reading; any change to the install's files is seen on
- * the next call. Any other name (an alias, a relative path) is resolved
- * afresh on every call, so a re-pointed alias, a changed environment or a new
- * directory under the name is seen on the next call. */
+ * stat() calls and no reading. What is compared is what stat() shows of
+ * model_weights.bin and packed_experts/layout.json: whether each exists, and
+ * its device, inode, size, mode, modification time and change time. A change
+ * that moves any of them (a write, a replace, a truncation, a touch, a
+ * removal) is seen on the next call, and a file changed within 100 ms of
+ * being read is read again on every call. A change that moves none of them
+ * is NOT seen: a store through a shared memory mapping (MAP_SHARED) into a
+ * page already written through that mapping leaves every field as it was
+ * (the kernel sets the times on a mapping's first write to a page), and the
+ * remembered answer stands until a field moves. Any other name (an alias, a
+ * relative path) is resolved afresh on every call, so a re-pointed alias, a
+ * changed environment or a new directory under the name is seen on the next
+ * call. */
 TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
                                          const char *TSFFI_NULLABLE options_json,
                                          char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
@@ -292,7 +301,11 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
  * TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
  * Warm, like tsffi_speculation_plan: a repeated call on an unchanged install
  * named by its absolute path costs three stat() calls and a copy of the
- * table, and any change to the install's files is seen on the next call. */
+ * table. As there, what is compared is what stat() shows of the two files
+ * (whether each exists, its device, inode, size, mode, modification time and
+ * change time): a change that moves any of them is seen on the next call; one
+ * that moves none, such as a store through a shared memory mapping into a
+ * page already written through it, is not. */
 TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
                                             const char *TSFFI_NULLABLE options_json,
                                             char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
