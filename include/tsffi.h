@@ -317,11 +317,12 @@ TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
  * "indexBytes", "residentBytes", "installHasMtpHead", "installHasDflash",
  * "mtpHead": {"present", "tensors", "expected", "complete", "missing"},
  * "dflashDrafter": {...}, "probe": {"layer", "tensor", "present", "dtype",
- * "dtypeName", "verifyCovers"} | null, "experts": {"layoutPresent",
- * "expertsPerLayer", "numLayers", "error"} (layoutPresent null when the layout
- * could not be read), "blockerPreview": {"mtp", "dflash"} (what the
- * engine's blocker would say for each drafter, previewed from the files, or
- * null)}. An unreadable index is TSFFI_OK with "indexReadable": false,
+ * "dtypeName", "verifyCovers"} | null ("verifyCovers" is true for dtype 4,
+ * INT4 affine, alone: the engine blocks every other tag, 1-bit and 2-bit
+ * too), "experts": {"layoutPresent", "expertsPerLayer", "numLayers", "error"}
+ * (layoutPresent null when the layout could not be read), "blockerPreview":
+ * {"mtp", "dflash"} (what each drafter's own blocker function in the engine
+ * would say, in its words, previewed from the files, or null)}. An unreadable index is TSFFI_OK with "indexReadable": false,
  * "indexError" and "indexCheck" saying which check failed, and null for
  * "entryCount", "indexBytes", "residentBytes", both install flags, "mtpHead",
  * "dflashDrafter" and "probe".

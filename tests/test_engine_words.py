@@ -357,3 +357,59 @@ def test_build_info_names_the_engine(library_path):
     # The original module's first line names the same engine.
     from turbospark_ffi import policy
     assert f"({ENGINE} {ENGINE_VERSION})" in policy.__doc__.replace("\n", " ")
+
+
+# --------------------------------------------------------------------------
+# "Done when", as one table: on each install, every text a host is shown --
+# each of the 51 pickers' items (its reason, its note, its refusal) under
+# greedy and sampled options, and install info's previews and reader error --
+# is the original module's or the engine's, byte for byte, and the engine's
+# texts the install calls for are all among them.
+
+def _reader_install(case):
+    def write(p):
+        d = write_install(p / "i", mtp=True)
+        (d / "model_weights.bin").write_bytes(bytes(READER_CASES[case]()[0]))
+        return d
+    return write
+
+
+def _seed_texts():
+    from seed_texts import DFLASH_NOTE, SAMPLED_REASON
+    return {DFLASH_NOTE, SAMPLED_REASON}
+
+
+DONE_WHEN = {
+    # install: (how to write it, the engine's texts it must show)
+    **{arm: (ARM_INSTALLS[arm], {blocker(d, arm, **ARM_FIELDS.get(arm, {})) for d in DRAFTERS})
+       for arm in ARM_INSTALLS},
+    "dflash-only": (lambda p: write_install(p / "i", dflash=True), {blocker("mtp", "no-drafter")}),
+    "mtp-only": (lambda p: write_install(p / "i", mtp=True), {blocker("dflash", "no-drafter")}),
+    "both": (lambda p: write_install(p / "i", mtp=True, dflash=True), set()),
+    **{f"reader-{case}": (_reader_install(case), {corrupt(READER_CASES[case]()[1][0],
+                                                          **READER_CASES[case]()[1][1])})
+       for case in ("1-23-bytes", "2-index-size-0", "5-overflow")},
+}
+
+
+def _shown(model_dir) -> set[str]:
+    from turbospark_ffi.wire import install_info, speculation_choices
+    shown = set()
+    for options in ("{}", '{"temperature": 0.7}'):
+        for item in speculation_choices(str(model_dir), options)["choices"]:
+            if item["error"] is not None:
+                assert item["error"].startswith(REFUSAL_PREFIX), item
+                shown.add(item["error"][len(REFUSAL_PREFIX):])
+            else:
+                shown |= {item["plan"]["speculation"]["reason"], item["plan"]["drafter"]["note"]}
+    info = install_info(str(model_dir))
+    shown |= set((info["blockerPreview"] or {}).values()) | {info["indexError"]}
+    return shown - {None}
+
+
+@pytest.mark.parametrize("name", list(DONE_WHEN))
+def test_every_text_shown_is_the_seeds_or_the_engines(tmp_path, name):
+    write, engine = DONE_WHEN[name]
+    shown = _shown(write(tmp_path))
+    assert engine <= shown, (name, engine - shown)
+    assert shown <= engine | _seed_texts(), (name, shown - engine - _seed_texts())

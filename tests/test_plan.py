@@ -4,11 +4,12 @@ shape (wire.plan_to_dict) asserted exactly."""
 
 from __future__ import annotations
 
+import errno
 import json
 
 import pytest
 
-from engine_texts import blocker, corrupt
+from engine_texts import blocker, corrupt, io_failed
 from installs import shape_of, write_bytes
 from turbospark_ffi.errors import InvalidArgument, SpeculationRefused
 from turbospark_ffi.install_writer import write_install
@@ -345,7 +346,7 @@ def test_missing_weights_is_unknown(tmp_path):
     assert shape_of(d)["check"] == "open"
     out = plan_json(str(d), "")
     assert out["drafter"] == choice("mtp", None, None)
-    assert out["speculation"]["reason"] == "open failed: No such file or directory (os error 2)"
+    assert out["speculation"]["reason"] == io_failed("open", errno.ENOENT)
 
 
 # --------------------------------------------------------------------------

@@ -4,6 +4,7 @@ and property tests against a plain reference reader."""
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import subprocess
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turbospark_ffi.resident_index as ri
-from engine_texts import CORRUPT, corrupt
+from engine_texts import CORRUPT, corrupt, io_failed
 from installs import (CHECK_TAGS, ENTRY, HEADER, U64_MAX, CountingPread, base_file,
                       get_entry, get_header, raw_index, reference_read, set_entry, set_header,
                       write_bytes)
@@ -331,7 +332,7 @@ def test_check_order_8_open_before_anything(tmp_path):
     with pytest.raises(ResidentIndexError) as info:
         load_resident_index(tmp_path / "missing" / "model_weights.bin")
     assert info.value.check == "open"
-    assert str(info.value) == "open failed: No such file or directory (os error 2)"
+    assert str(info.value) == io_failed("open", errno.ENOENT)
 
 
 # Per entry: name, then payload, then scale, then bias, then duplicate; and
