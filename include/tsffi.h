@@ -145,7 +145,15 @@ TSFFI_API uint32_t tsffi_abi_version(void);
  *    "pythonExecutable": what the interpreter reports as sys.executable
  *    (this library's own path when it started the interpreter) | null,
  *    "sysPath": [the directories Python imports from], "ownsInterpreter":
- *    bool (false when the host is itself a Python process)}
+ *    bool (false when the host is itself a Python process),
+ *    "engine": "turbospark-runtime", "engineVersion": "0.3.0"}
+ * "engine" and "engineVersion" name the engine whose policy and words this
+ * library speaks: every text a plan, a preview or a refusal shows is that
+ * engine version's (its speculation module's, its blocker functions', its
+ * index reader's), byte for byte. "engineVersion" changes when the library
+ * follows another engine version, and any change to those texts or decisions
+ * is such a change: a host that matches on the engine's messages reads here
+ * which ones it will see.
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT if out_json is NULL; TSFFI_ERR_RUNTIME;
  * or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_build_info_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
@@ -245,10 +253,19 @@ TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_j
  * served); TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
  * TSFFI_ERR_INTERNAL.
  * A warm call on an unchanged install named by its absolute path costs three
- * stat() calls and no reading; any change to the install's files is seen on
- * the next call. Any other name (an alias, a relative path) is resolved
- * afresh on every call, so a re-pointed alias, a changed environment or a new
- * directory under the name is seen on the next call. */
+ * stat() calls and no reading. What is compared is what stat() shows of
+ * model_weights.bin and packed_experts/layout.json: whether each exists, and
+ * its device, inode, size, mode, modification time and change time. A change
+ * that moves any of them (a write, a replace, a truncation, a touch, a
+ * removal) is seen on the next call, and a file changed within 100 ms of
+ * being read is read again on every call. A change that moves none of them
+ * is NOT seen: a store through a shared memory mapping (MAP_SHARED) into a
+ * page already written through that mapping leaves every field as it was
+ * (the kernel sets the times on a mapping's first write to a page), and the
+ * remembered answer stands until a field moves. Any other name (an alias, a
+ * relative path) is resolved afresh on every call, so a re-pointed alias, a
+ * changed environment or a new directory under the name is seen on the next
+ * call. */
 TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
                                          const char *TSFFI_NULLABLE options_json,
                                          char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
@@ -284,7 +301,11 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
  * TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
  * Warm, like tsffi_speculation_plan: a repeated call on an unchanged install
  * named by its absolute path costs three stat() calls and a copy of the
- * table, and any change to the install's files is seen on the next call. */
+ * table. As there, what is compared is what stat() shows of the two files
+ * (whether each exists, its device, inode, size, mode, modification time and
+ * change time): a change that moves any of them is seen on the next call; one
+ * that moves none, such as a store through a shared memory mapping into a
+ * page already written through it, is not. */
 TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
                                             const char *TSFFI_NULLABLE options_json,
                                             char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
@@ -296,11 +317,12 @@ TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
  * "indexBytes", "residentBytes", "installHasMtpHead", "installHasDflash",
  * "mtpHead": {"present", "tensors", "expected", "complete", "missing"},
  * "dflashDrafter": {...}, "probe": {"layer", "tensor", "present", "dtype",
- * "dtypeName", "verifyCovers"} | null, "experts": {"layoutPresent",
- * "expertsPerLayer", "numLayers", "error"} (layoutPresent null when the layout
- * could not be read), "blockerPreview": {"mtp", "dflash"} (what the
- * engine's blocker would say for each drafter, previewed from the files, or
- * null)}. An unreadable index is TSFFI_OK with "indexReadable": false,
+ * "dtypeName", "verifyCovers"} | null ("verifyCovers" is true for dtype 4,
+ * INT4 affine, alone: the engine blocks every other tag, 1-bit and 2-bit
+ * too), "experts": {"layoutPresent", "expertsPerLayer", "numLayers", "error"}
+ * (layoutPresent null when the layout could not be read), "blockerPreview":
+ * {"mtp", "dflash"} (what each drafter's own blocker function in the engine
+ * would say, in its words, previewed from the files, or null)}. An unreadable index is TSFFI_OK with "indexReadable": false,
  * "indexError" and "indexCheck" saying which check failed, and null for
  * "entryCount", "indexBytes", "residentBytes", both install flags, "mtpHead",
  * "dflashDrafter" and "probe".

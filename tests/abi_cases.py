@@ -11,8 +11,9 @@ last-error message (exactly for the seed's messages, by required substrings
 for the library's own wording: the key, the value received, what is accepted).
 
 Expected texts are written out here, copied from the seed (the engine's
-speculation policy, transcribed in tests/seed_texts.py) and docs/ENGINE.md
-section 5, never computed
+speculation policy, transcribed in tests/seed_texts.py), from the engine
+around it (its blocker functions and its reader, transcribed in
+tests/engine_texts.py) and docs/ENGINE.md section 5, never computed
 by the package under test; test_table_constants_are_the_packages cross-checks
 them against turbospark_ffi.policy.
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 # The seed's messages, verbatim.
 
 from seed_texts import DFLASH_NOTE, REFUSAL_PREFIX, SAMPLED_REASON  # noqa: E402,F401
+from engine_texts import ENGINE, ENGINE_VERSION, blocker, corrupt, io_failed  # noqa: E402
 VISION_BLOCKER = "the vision tower is active"
 # A blocker with non-ASCII text: the message must come back as UTF-8, verbatim.
 UTF8_BLOCKER = "la t\u00eate de vision est active \u2014 \u00e9t\u00e9"
@@ -72,8 +74,16 @@ class Subset:
         return f"Subset({self.items!r})"
 
 
-NO_HEAD = Has("carries no multi-token-prediction head", "mtp.fc.weight")
-MOE_8 = Has("8 experts")
+# The engine's texts, whole: each blocker function's (the MTP runner's for
+# mtp, the DFlash2 one for dflash) and the reader's.
+NO_HEAD = blocker("mtp", "no-drafter")
+MOE_8 = blocker("mtp", "moe", experts=8)
+MOE_8_DFLASH = blocker("dflash", "moe", experts=8)
+# The "unreadable" install is 10 bytes of 0x01: shorter than the header.
+UNREADABLE = corrupt("short_header")
+# The "missing" install has no model_weights.bin: the engine's open fails
+# with the OS error (ENOENT), and names no path.
+MISSING = io_failed("open", 2)
 
 
 # ---------------------------------------------------------------------------
@@ -572,7 +582,7 @@ CASES: list[Case] = [
          json=_plan(_choice("mtp", False, False), _pol(mtp=("auto", None)),
                     _spec(None, None, NO_HEAD))),
     Case("plan-none-block-refused", "speculation_plan", "TSFFI_ERR_REFUSED", install="none",
-         options=_j({"speculation": 2}), message=Has(REFUSAL_PREFIX, *NO_HEAD.parts)),
+         options=_j({"speculation": 2}), message=REFUSAL_PREFIX + NO_HEAD),
     Case("plan-none-engine-blocker-null", "speculation_plan", "TSFFI_OK", install="none",
          options=_j({"engineBlocker": None}),
          json=_plan(_choice("mtp", False, False), _pol(mtp=("auto", None)), _spec(2, "mtp"))),
@@ -581,10 +591,10 @@ CASES: list[Case] = [
     Case("plan-unreadable-auto", "speculation_plan", "TSFFI_OK", install="unreadable",
          options=b"{}",
          json=_plan(_choice("mtp", None, None), _pol(mtp=("auto", None)),
-                    _spec(None, None, Has("resident index")))),
+                    _spec(None, None, UNREADABLE))),
     Case("plan-missing-block-refused", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="missing", options=_j({"speculation": 2}),
-         message=Has(REFUSAL_PREFIX, "model_weights.bin")),
+         message=REFUSAL_PREFIX + MISSING),
     Case("plan-ignored-keys", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"contextLength": 4096, "speculation": "auto", "kvCache": {"bits": 8}}),
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(2, "mtp"),
@@ -628,12 +638,12 @@ CASES: list[Case] = [
     Case("info-moe", "install_info", "TSFFI_OK", install="moe", json=Subset(
         indexReadable=True, installHasMtpHead=True,
         experts=Subset(layoutPresent=True, expertsPerLayer=8, numLayers=4, error=None),
-        blockerPreview=Subset(mtp=MOE_8, dflash=MOE_8))),
+        blockerPreview=Subset(mtp=MOE_8, dflash=MOE_8_DFLASH))),
     Case("info-unreadable", "install_info", "TSFFI_OK", install="unreadable", json=Subset(
-        indexReadable=False, indexError=Has("resident index"), entryCount=None,
+        indexReadable=False, indexError=UNREADABLE, entryCount=None,
         indexBytes=None, installHasMtpHead=None, installHasDflash=None, probe=None)),
     Case("info-missing", "install_info", "TSFFI_OK", install="missing", json=Subset(
-        indexReadable=False, indexError=Has("model_weights.bin"), entryCount=None,
+        indexReadable=False, indexError=MISSING, entryCount=None,
         installHasMtpHead=None, installHasDflash=None)),
     Case("info-null-dir", "install_info", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=NULL,
          message=Has("model_dir")),
@@ -1003,7 +1013,8 @@ def table_json(header: Path) -> dict:
     return {
         "seed": {"dflashNote": DFLASH_NOTE, "sampledReason": SAMPLED_REASON,
                  "refusalPrefix": REFUSAL_PREFIX, "visionBlocker": VISION_BLOCKER,
-                 "utf8Blocker": UTF8_BLOCKER, "noHead": list(NO_HEAD.parts)},
+                 "utf8Blocker": UTF8_BLOCKER},
+        "engine": {"engine": ENGINE, "engineVersion": ENGINE_VERSION, "noHead": NO_HEAD},
         "statuses": statuses,
         "installs": list(INSTALLS),
         "cases": [_case_json(case) for case in CASES],

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import abi_cases
+import engine_texts
 import seed_texts
 from abi_cases import CASES, CONTRACT_CODES, INSTALLS, UNSET, Chain, Has, Subset
 from conftest import HEADER, ROOT
@@ -50,6 +51,9 @@ def test_the_export_reads_back_as_the_table():
     assert table["seed"]["dflashNote"] == seed_texts.DFLASH_NOTE
     assert table["seed"]["sampledReason"] == seed_texts.SAMPLED_REASON
     assert table["seed"]["refusalPrefix"] == seed_texts.REFUSAL_PREFIX
+    assert table["engine"] == {"engine": engine_texts.ENGINE,
+                               "engineVersion": engine_texts.ENGINE_VERSION,
+                               "noHead": engine_texts.blocker("mtp", "no-drafter")}
     assert [c["id"] for c in table["cases"]] == [c.id for c in CASES]
     for case, exported in zip(CASES, table["cases"]):
         assert (exported["fn"], exported["status"], exported["install"], exported["reads"],

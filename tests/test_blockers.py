@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from engine_texts import blocker, corrupt
 from installs import dflash_specs, mtp_specs, shape_of, write_custom_install
 from turbospark_ffi import blockers
-from turbospark_ffi.blockers import (VERIFY_PROBE_DTYPES, first_full_attention_layer,
-                                     preview_blocker, probe_tensor_name)
+from turbospark_ffi.blockers import (first_full_attention_layer, preview_blocker,
+                                     probe_tensor_name, verify_covers)
 from turbospark_ffi.expert_layout import (REASON_UNREADABLE_LAYOUT, ExpertLayoutError,
                                           load_expert_layout)
 from turbospark_ffi.resident_index import REASON_UNREADABLE_INDEX
@@ -49,8 +50,10 @@ def assert_no_artifact(reason):
         assert word not in reason, (word, reason)
 
 
-def test_verify_dtypes_are_the_engines():
-    assert set(VERIFY_PROBE_DTYPES) == {4, 15, 16}
+def test_verify_covers_exactly_int4():
+    # Both of the engine's blocker functions test `dtype != 4`.
+    assert [tag for tag in range(256) if verify_covers(tag)] == [4]
+    assert verify_covers(None) is False
 
 
 # --------------------------------------------------------------------------
@@ -77,7 +80,7 @@ def test_moe_names_its_expert_count(tmp_path, drafter, experts):
     assert s["experts"] == experts and s["probe_dtype"] == 4
     assert s["has_mtp"] and s["has_dflash"]
     reason = preview(d, drafter)
-    assert f"{experts} experts" in reason and "mixture-of-experts" in reason
+    assert reason == blocker(drafter.value, "moe", experts=experts)
     assert_no_artifact(reason)
 
 
@@ -88,7 +91,7 @@ def test_moe_outranks_every_later_check(tmp_path, drafter):
     s = shape_of(d)
     assert s["experts"] == 256 and s["first_layer"] is None
     assert not s["has_mtp"] and not s["has_dflash"]
-    assert "256 experts" in preview(d, drafter)
+    assert preview(d, drafter) == blocker(drafter.value, "moe", experts=256)
 
 
 # --------------------------------------------------------------------------
@@ -101,7 +104,7 @@ def test_no_full_attention_layer(tmp_path, drafter):
     assert s["experts"] == 0                            # check 2 does not apply
     assert s["first_layer"] is None
     reason = preview(d, drafter)
-    assert "no full-attention layer" in reason and "self_attn" in reason
+    assert reason == blocker(drafter.value, "no-probe-layer")
     assert_no_artifact(reason)
 
 
@@ -113,7 +116,7 @@ def test_drafter_attention_is_not_a_trunk_layer(tmp_path, drafter):
     assert "mtp.layers.0.self_attn.q_proj.weight" in index
     assert "dflash.layers.0.self_attn.q_proj.weight" in index
     assert first_full_attention_layer(index) is None
-    assert "no full-attention layer" in preview(d, drafter)
+    assert preview(d, drafter) == blocker(drafter.value, "no-probe-layer")
 
 
 def test_no_full_attention_outranks_missing_drafter(tmp_path):
@@ -121,7 +124,7 @@ def test_no_full_attention_outranks_missing_drafter(tmp_path):
     s = shape_of(d)
     assert s["experts"] == 0 and s["first_layer"] is None and not s["has_mtp"]
     for drafter in DRAFTERS:
-        assert "no full-attention layer" in preview(d, drafter)
+        assert preview(d, drafter) == blocker(drafter.value, "no-probe-layer")
 
 
 # --------------------------------------------------------------------------
@@ -143,7 +146,7 @@ def test_missing_probe_names_the_tensor(tmp_path, drafter):
     index = load_resident_index(d / "model_weights.bin")
     assert probe not in index and "language_model.model.layers.3.self_attn.k_proj.weight" in index
     reason = preview(d, drafter)
-    assert probe in reason and "layer 3" in reason and "not in the resident index" in reason
+    assert reason == blocker(drafter.value, "probe-absent", probe=probe)
     assert_no_artifact(reason)
 
 
@@ -151,29 +154,30 @@ def test_missing_probe_outranks_missing_drafter(tmp_path):
     d = write_custom_install(tmp_path / "i", _without(trunk_tensors(), probe_tensor_name(3)))
     assert not shape_of(d)["has_mtp"] and not shape_of(d)["has_dflash"]
     for drafter in DRAFTERS:
-        assert probe_tensor_name(3) in preview(d, drafter)
+        assert preview(d, drafter) == blocker(drafter.value, "probe-absent",
+                                              probe=probe_tensor_name(3))
 
 
 # --------------------------------------------------------------------------
 # 5. The probe's dtype.
 
 @pytest.mark.parametrize("drafter", DRAFTERS)
-@pytest.mark.parametrize("dtype", [1, 2, 3, 5, 6, 13, 14, 17, 24, 0, 25, 255])
+@pytest.mark.parametrize("dtype", [1, 2, 3, 5, 6, 13, 14, 15, 16, 17, 24, 0, 25, 255])
 def test_uncovered_probe_dtype_names_the_number(tmp_path, drafter, dtype):
     d = write_install(tmp_path / "i", probe_dtype=dtype, mtp=True, dflash=True)
     s = shape_of(d)
     assert s["experts"] == 0 and s["first_layer"] == 3   # checks 2 and 3 do not apply
     assert s["probe_dtype"] == dtype                      # check 4 does not apply
     reason = preview(d, drafter)
-    assert f"dtype {dtype} (" in reason and probe_tensor_name(3) in reason
+    assert reason == blocker(drafter.value, "probe-dtype", probe=probe_tensor_name(3),
+                             dtype=dtype)
     assert_no_artifact(reason)
 
 
 @pytest.mark.parametrize("drafter", DRAFTERS)
-@pytest.mark.parametrize("dtype", [4, 15, 16])
-def test_covered_probe_dtypes(tmp_path, drafter, dtype):
-    d = write_install(tmp_path / "i", probe_dtype=dtype, mtp=True, dflash=True)
-    assert shape_of(d)["probe_dtype"] == dtype
+def test_the_covered_probe_dtype(tmp_path, drafter):
+    d = write_install(tmp_path / "i", probe_dtype=4, mtp=True, dflash=True)
+    assert shape_of(d)["probe_dtype"] == 4
     assert preview(d, drafter) is None
 
 
@@ -182,7 +186,8 @@ def test_probe_dtype_outranks_missing_drafter(tmp_path):
     s = shape_of(d)
     assert s["probe_dtype"] == 1 and not s["has_mtp"] and not s["has_dflash"]
     for drafter in DRAFTERS:
-        assert "dtype 1 (BF16)" in preview(d, drafter)
+        assert preview(d, drafter) == blocker(drafter.value, "probe-dtype",
+                                              probe=probe_tensor_name(3), dtype=1)
 
 
 # --------------------------------------------------------------------------
@@ -193,9 +198,7 @@ def test_missing_mtp_head(tmp_path):
     s = shape_of(d)
     assert (s["experts"], s["first_layer"], s["probe_dtype"]) == (0, 3, 4)  # 2..5 pass
     assert not s["has_mtp"] and s["has_dflash"]
-    reason = preview(d, MTP)
-    assert "mtp.fc.weight" in reason and "multi-token-prediction head" in reason
-    assert "stream an install that adds the official checkpoint's last shard" in reason
+    assert preview(d, MTP) == blocker("mtp", "no-drafter")
     assert preview(d, DFLASH) is None   # each drafter asks about its own
 
 
@@ -205,8 +208,7 @@ def test_missing_dflash_drafter(tmp_path):
     assert (s["experts"], s["first_layer"], s["probe_dtype"]) == (0, 3, 4)
     assert s["has_mtp"] and not s["has_dflash"]
     reason = preview(d, DFLASH)
-    assert "dflash.fc.weight" in reason and "DFlash2" in reason
-    assert "stream the drafter beside the trunk" in reason
+    assert reason == blocker("dflash", "no-drafter")
     assert "shard" not in reason
     assert preview(d, MTP) is None
 
@@ -221,7 +223,7 @@ def test_partial_drafter_without_its_presence_tensor_is_missing(tmp_path, drafte
     d = write_install(tmp_path / "i", **kw)
     index = load_resident_index(d / "model_weights.bin")
     assert partial[0] in index and presence not in index
-    assert presence in preview(d, drafter)
+    assert preview(d, drafter) == blocker(drafter.value, "no-drafter")
 
 
 # --------------------------------------------------------------------------
@@ -266,7 +268,7 @@ def test_probe_is_taken_from_the_first_layer_only(tmp_path):
     tensors = _attn(7, dtype=4) + _attn(3, dtype=1) + mtp_specs()
     d = write_custom_install(tmp_path / "i", tensors)
     assert shape_of(d)["first_layer"] == 3 and shape_of(d)["probe_dtype"] == 1
-    assert "layers.3.self_attn.q_proj.weight has dtype 1" in preview(d, MTP)
+    assert preview(d, MTP) == blocker("mtp", "probe-dtype", probe=probe_tensor_name(3), dtype=1)
 
 
 def test_layer_with_only_some_self_attn_tensors_counts(tmp_path):
@@ -275,7 +277,7 @@ def test_layer_with_only_some_self_attn_tensors_counts(tmp_path):
     tensors = _attn(2, only=("k_norm.weight",)) + _attn(5) + mtp_specs()
     d = write_custom_install(tmp_path / "i", tensors)
     assert shape_of(d)["first_layer"] == 2
-    assert probe_tensor_name(2) in preview(d, MTP)
+    assert preview(d, MTP) == blocker("mtp", "probe-absent", probe=probe_tensor_name(2))
 
 
 @pytest.mark.parametrize("name", [
@@ -320,9 +322,7 @@ def test_unreadable_index_preview_is_the_readers_error(tmp_path):
     d = write_install(tmp_path / "i", mtp=True)
     (d / "model_weights.bin").write_bytes(b"\x00" * 10)
     for drafter in DRAFTERS:
-        reason = snapshot_preview(d, drafter)
-        assert reason == "resident index is corrupt: the file is 10 bytes, shorter than the " \
-                         "24-byte header"
+        assert snapshot_preview(d, drafter) == corrupt("short_header")
 
 
 @pytest.mark.parametrize("layout, needle", [
@@ -371,7 +371,7 @@ def test_large_moe_layout_reads_the_expert_count(tmp_path):
     d = write_install(tmp_path / "i", experts=256, mtp=True, expert_layers=8)
     assert (d / "packed_experts" / "layout.json").stat().st_size > 256 * 1024
     assert load_expert_layout(str(d)).experts_per_layer == 256
-    assert "256 experts" in preview(d, MTP)
+    assert preview(d, MTP) == blocker("mtp", "moe", experts=256)
 
 
 def test_layout_with_layers_before_scalars(tmp_path):
@@ -382,7 +382,7 @@ def test_layout_with_layers_before_scalars(tmp_path):
         for i in range(40)], "expertStride": 1, "numLayers": 40, "expertsPerLayer": 300}
     (d / "packed_experts" / "layout.json").write_text(json.dumps(body))
     assert load_expert_layout(str(d)).experts_per_layer == 300
-    assert "300 experts" in preview(d, MTP)
+    assert preview(d, MTP) == blocker("mtp", "moe", experts=300)
 
 
 # --------------------------------------------------------------------------

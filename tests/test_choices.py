@@ -19,6 +19,7 @@ import time
 import pytest
 
 import abi_cases
+from engine_texts import blocker, corrupt
 from seed_texts import DFLASH_NOTE, REFUSAL_PREFIX, SAMPLED_REASON
 
 SPECULATIONS = ["auto", "off", *range(1, 16)]
@@ -26,22 +27,18 @@ DRAFTERS = ["auto", "mtp", "dflash"]
 
 VISION = "the vision tower is active"
 
-# The reasons, written out (the seed's where it has them; the blocker
-# preview's and the reader's otherwise).
+# The reasons, each from its one home: the seed's (seed_texts.py) where it
+# has them; the engine's otherwise (engine_texts.py): the blocker function of
+# the drafter the item resolves to, and the reader.
 REASONS = {
     "NOTE": DFLASH_NOTE,
     "SAMPLED": SAMPLED_REASON,
     "VISION": VISION,
-    "NO_HEAD": ("this install carries no multi-token-prediction head (mtp.fc.weight is not in "
-                "the resident index); stream an install that adds the official checkpoint's "
-                "last shard"),
-    "NO_DFLASH": ("this install carries no DFlash2 drafter (dflash.fc.weight is not in the "
-                  "resident index); stream the drafter beside the trunk"),
-    "MOE": ("this install routes to 8 experts per layer (mixture-of-experts), and no published "
-            "MoE conversion of this architecture ships a drafter the engine can ingest; no "
-            "download changes that"),
-    "UNREADABLE": "resident index is corrupt: the file is 10 bytes, shorter than the 24-byte "
-                  "header",
+    "NO_HEAD": blocker("mtp", "no-drafter"),
+    "NO_DFLASH": blocker("dflash", "no-drafter"),
+    "MOE": blocker("mtp", "moe", experts=8),
+    "MOE_DFLASH": blocker("dflash", "moe", experts=8),
+    "UNREADABLE": corrupt("short_header"),
 }
 
 OPTION_SETS = {
@@ -200,7 +197,8 @@ GRIDS = {
         "auto": ("on 2 mtp", "on 2 mtp", "on 2 dflash"), "off": OFF3,
         "N": ("on N mtp", "on N mtp", "on N dflash")},
     ("moe", "defaults"): {
-        "auto": ("off: MOE",) * 3, "off": OFF3, "N": ("refused: MOE",) * 3},
+        "auto": ("off: MOE", "off: MOE", "off: MOE_DFLASH"), "off": OFF3,
+        "N": ("refused: MOE", "refused: MOE", "refused: MOE_DFLASH")},
     ("unreadable", "defaults"): {
         "auto": ("off: UNREADABLE",) * 3, "off": OFF3, "N": ("refused: UNREADABLE",) * 3},
     ("both", "sampled"): {

@@ -21,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from engine_texts import blocker
+from seed_texts import DFLASH_NOTE
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "turbospark_ffi" / "samples"
 ESC = "\x1b"
@@ -276,14 +279,22 @@ def test_inspect_moe(installs):
     out = run("inspect", installs["moe"]).stdout
     assert "MoE: 256 routed experts per layer, over 8 layers" in out
     preview = squash(out.split("blocker preview", 1)[1])
-    assert preview.count("this install routes to 256 experts per layer") == 2
-    assert "no download changes that" in preview
+    # Each drafter's blocker function, in its own words.
+    for drafter in ("mtp", "dflash"):
+        assert preview.count(blocker(drafter, "moe", experts=256)) == 1, drafter
+    assert "stream" not in preview
 
 
 def test_inspect_probe_dtype_not_covered(installs):
     out = run("inspect", installs["bf16"]).stdout
     assert "dtype 1 (BF16), which the batched verify does NOT cover" in out
-    assert "has dtype 1 (BF16), which the batched verify does not cover" in squash(out)
+    probe = "language_model.model.layers.3.self_attn.q_proj.weight"
+    # The DFlash2 text is the start of the MTP runner's: each drafter's line is
+    # checked whole (dflash's is the last of the report).
+    assert "mtp " + blocker("mtp", "probe-dtype", probe=probe, dtype=1) + " dflash " \
+        in squash(out)
+    assert squash(out).endswith(" dflash " + blocker("dflash", "probe-dtype", probe=probe,
+                                                      dtype=1))
 
 
 def test_inspect_no_full_attention_layer(installs):
@@ -427,7 +438,7 @@ def test_plan_off_as_asked(installs):
 def test_plan_moe_auto_reason(installs):
     out = squash(run("plan", installs["moe"]).stdout)
     assert "speculation OFF" in out
-    assert "reason this install routes to 256 experts per layer" in out
+    assert "reason " + blocker("mtp", "moe", experts=256) in out
 
 
 def test_plan_engine_blocker(installs):
@@ -705,9 +716,15 @@ def test_choices_json_is_the_c_abi(installs, abi, name, flags):
     assert r.stdout == text + "\n"
 
 
-NO_HEAD_TEXT = ("this install carries no multi-token-prediction head (mtp.fc.weight is not "
-                "in the resident index); stream an install that adds the official "
-                "checkpoint's last shard")
+NO_HEAD_TEXT = blocker("mtp", "no-drafter")
+
+
+def footnote(number: int, text: str) -> str:
+    """A numbered text as the grid prints it: within 79 columns, its lines
+    indented under the first, never broken inside a word or at a hyphen."""
+    return textwrap.fill(text, 79, initial_indent=f"[{number}]  ", subsequent_indent="     ",
+                         break_long_words=False, break_on_hyphens=False)
+
 
 CHOICES_DFLASH = """\
 install  {dir}
@@ -721,14 +738,7 @@ speculation  (rows) x speculativeDrafter (columns)
 auto    off: DFlash2 opt-in [1] off: no MTP head [2]    on 2 (dflash)
 off     off                     off                     off
 {blocks}
-[1]  this install carries a DFlash2 drafter, which auto leaves OFF: measured
-     0.90x throughput on prose against 1.33-1.47x on code and math, and +17.4%
-     J/token, so it is opt-in. Select the dflash drafter to use it
-     (--speculative-drafter dflash, or speculativeDrafter "dflash" on the C
-     ABI)
-[2]  this install carries no multi-token-prediction head (mtp.fc.weight is not
-     in the resident index); stream an install that adds the official
-     checkpoint's last shard
+{notes}
 refused: the plan call fails (status 2) with "--speculative was asked for but
 cannot be served: " followed by the numbered text, verbatim
 """
@@ -739,7 +749,9 @@ def test_choices_grid_dflash_only(installs):
     assert r.returncode == 0 and r.stderr == ""
     blocks = "\n".join(f"{n:<8}refused [1]             refused [2]             on {n} (dflash)"
                        for n in range(1, 16))
-    assert r.stdout == CHOICES_DFLASH.format(dir=installs["dflash"], blocks=blocks + "\n")
+    notes = footnote(1, DFLASH_NOTE) + "\n" + footnote(2, NO_HEAD_TEXT)
+    assert r.stdout == CHOICES_DFLASH.format(dir=installs["dflash"], blocks=blocks + "\n",
+                                             notes=notes)
 
 
 @pytest.mark.parametrize("name,flags,rows", [
@@ -749,7 +761,10 @@ def test_choices_grid_dflash_only(installs):
     ("both", ["--temperature", "0.7"], {
         "auto": ["on 2 (mtp)", "on 2 (mtp)", "off: sampled [1]"],
         "15": ["on 15 (mtp)", "on 15 (mtp)", "refused [1]"]}),
-    ("moe", [], {"auto": ["off: MoE [1]"] * 3, "1": ["refused [1]"] * 3}),
+    # Each drafter's own MoE text: the MTP runner's for auto and mtp [1],
+    # the DFlash2 one's for dflash [2].
+    ("moe", [], {"auto": ["off: MoE [1]", "off: MoE [1]", "off: MoE [2]"],
+                 "1": ["refused [1]", "refused [1]", "refused [2]"]}),
     ("short_header", [], {"auto": ["off: bad index [1]"] * 3, "2": ["refused [1]"] * 3}),
     ("missing", [], {"auto": ["off: bad index [1]"] * 3}),
     ("mtp", ["--engine-blocker", "a vision tower is active"],

@@ -5,7 +5,7 @@ where most of them are, for start-up time) may only name a module of a
 lower layer or its own, and the imports form no cycle. A new module fails
 here until it is given a layer.
 
-    0  errors, _value               values and errors
+    0  errors, _value, engine_texts values and errors; the engine's own words
     1  jsontext                     JSON text in and out, no shapes
     2  resident_index, expert_layout, model_names
                                     the install's files: the reader, the
@@ -33,7 +33,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "turbospark_ffi"
 
 LAYERS = {
-    "errors": 0, "_value": 0,
+    "errors": 0, "_value": 0, "engine_texts": 0,
     "jsontext": 1,
     "resident_index": 2, "expert_layout": 2, "model_names": 2,
     "policy": 3,

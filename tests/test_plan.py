@@ -4,10 +4,12 @@ shape (wire.plan_to_dict) asserted exactly."""
 
 from __future__ import annotations
 
+import errno
 import json
 
 import pytest
 
+from engine_texts import blocker, corrupt, io_failed
 from installs import shape_of, write_bytes
 from turbospark_ffi.errors import InvalidArgument, SpeculationRefused
 from turbospark_ffi.install_writer import write_install
@@ -168,21 +170,16 @@ def test_plan_exact_json(installs, shape, options, drafter, mtp, dflash, specula
 
 
 def test_absent_engine_blocker_means_preview(installs):
+    """Each drafter's missing-drafter arm, in its own blocker function's words."""
     d = plan_json(installs["none"], "")
-    assert d["speculation"] == spec(reason=(
-        "this install carries no multi-token-prediction head (mtp.fc.weight is not in the "
-        "resident index); stream an install that adds the official checkpoint's last shard"))
+    assert d["speculation"] == spec(reason=blocker("mtp", "no-drafter"))
     d = plan_json(installs["mtp"], '{"speculativeDrafter": "dflash"}')
-    assert d["speculation"]["block"] is None
-    assert "dflash.fc.weight" in d["speculation"]["reason"]
-    assert "stream the drafter beside the trunk" in d["speculation"]["reason"]
+    assert d["speculation"] == spec(reason=blocker("dflash", "no-drafter"))
 
 
 # Refusals: (install, options) -> exact message, or a predicate on the reason.
 REFUSALS = [
-    ("none", '{"speculation": 2}', PREFIX + (
-        "this install carries no multi-token-prediction head (mtp.fc.weight is not in the "
-        "resident index); stream an install that adds the official checkpoint's last shard")),
+    ("none", '{"speculation": 2}', PREFIX + blocker("mtp", "no-drafter")),
     ("dflash", '{"speculation": 2}', PREFIX + NOTE),
     ("dflash", '{"speculation": 2, "engineBlocker": "something else"}', PREFIX + NOTE),
     ("both", '{"speculativeDrafter": "dflash", "speculation": 2, "temperature": 0.5}',
@@ -247,9 +244,10 @@ def test_a_python_caller_building_the_block_gets_the_seeds_own_refusal(installs,
 # --------------------------------------------------------------------------
 # MoE: refused for its ARCHITECTURE, never for its head.
 
-def assert_moe_reason(reason):
-    assert "256 experts" in reason
-    assert "mixture-of-experts" in reason
+def assert_moe_reason(reason, drafter):
+    """The MoE arm of the blocker function of the drafter the plan resolved
+    (the MTP runner's unless dflash was named)."""
+    assert reason == blocker("dflash" if drafter == "dflash" else "mtp", "moe", experts=256)
     # It must not send anyone after an artifact that cannot help.
     for advice in ("stream", "shard", "multi-token-prediction head", "beside the trunk"):
         assert advice not in reason
@@ -261,7 +259,8 @@ def assert_moe_reason(reason):
 def test_moe_auto_is_disabled_for_its_architecture(installs, shape, options):
     d = plan_json(installs[shape], options)
     assert d["speculation"]["block"] is None
-    assert_moe_reason(d["speculation"]["reason"])
+    assert_moe_reason(d["speculation"]["reason"], d["drafter"]["drafter"])
+    assert d["drafter"]["drafter"] == ("dflash" if "dflash" in options else "mtp")
 
 
 @pytest.mark.parametrize("shape, headless", [("moe", True), ("moe_mtp", False),
@@ -275,7 +274,7 @@ def test_moe_named_block_is_refused_for_its_architecture(installs, shape, headle
         speculation_plan(installs[shape], parse_options(json.dumps(options)))
     message = str(info.value)
     assert message.startswith(PREFIX)
-    assert_moe_reason(message[len(PREFIX):])
+    assert_moe_reason(message[len(PREFIX):], drafter)
 
 
 def test_moe_headless_named_block_does_not_ask_the_open_for_a_head(installs):
@@ -299,8 +298,9 @@ def test_moe_headless_named_block_does_not_ask_the_open_for_a_head(installs):
 def test_probe_dtype_bf16_is_the_reason_int4_is_served(installs, drafter):
     opts = json.dumps({"speculativeDrafter": drafter})
     off = plan_json(installs["bf16"], opts)["speculation"]
-    assert off["block"] is None
-    assert "dtype 1" in off["reason"] and "q_proj" in off["reason"]
+    probe = "language_model.model.layers.%d.self_attn.q_proj.weight" % (
+        shape_of(installs["bf16"])["first_layer"])
+    assert off == spec(reason=blocker(drafter, "probe-dtype", probe=probe, dtype=1))
     assert "stream" not in off["reason"]
     on = plan_json(installs["int4"], opts)["speculation"]
     assert on == spec(2, drafter)
@@ -311,11 +311,12 @@ def test_no_full_attention_layer_is_the_reason(installs, drafter):
     d = plan_json(installs["nofull"], json.dumps({"speculativeDrafter": drafter}))
     reason = d["speculation"]["reason"]
     assert d["speculation"]["block"] is None
-    assert "no full-attention layer" in reason and "stream" not in reason
-    with pytest.raises(SpeculationRefused, match="no full-attention layer"):
+    assert reason == blocker(drafter, "no-probe-layer") and "stream" not in reason
+    with pytest.raises(SpeculationRefused) as info:
         speculation_plan(installs["nofull"],
                          parse_options(json.dumps({"speculativeDrafter": drafter,
                                                    "speculation": 2})))
+    assert str(info.value) == PREFIX + blocker(drafter, "no-probe-layer")
 
 
 # --------------------------------------------------------------------------
@@ -327,14 +328,16 @@ def test_unreadable_index_auto_reports_the_readers_error(installs):
     assert d["draftPolicies"] == {"mtp": AUTOP, "dflash": OFFP}
     reason = d["speculation"]["reason"]
     assert d["speculation"]["block"] is None
-    assert reason.startswith("resident index is corrupt: ")
-    assert "overflows" in reason and "entryCount" in reason
+    # bytes(range(256)) * 4: entryCount is bytes 16..23, and x 72 overflows
+    count = int.from_bytes(bytes(range(16, 24)), "little")
+    assert reason == corrupt("entry_count_overflow", entry_count=count)
 
 
 def test_unreadable_index_named_block_is_refused_with_the_readers_error(installs):
     with pytest.raises(SpeculationRefused) as info:
         speculation_plan(installs["garbage"], parse_options('{"speculation": 2}'))
-    assert str(info.value).startswith(PREFIX + "resident index is corrupt: ")
+    count = int.from_bytes(bytes(range(16, 24)), "little")
+    assert str(info.value) == PREFIX + corrupt("entry_count_overflow", entry_count=count)
 
 
 def test_missing_weights_is_unknown(tmp_path):
@@ -343,7 +346,7 @@ def test_missing_weights_is_unknown(tmp_path):
     assert shape_of(d)["check"] == "open"
     out = plan_json(str(d), "")
     assert out["drafter"] == choice("mtp", None, None)
-    assert out["speculation"]["reason"].startswith("open failed: ")
+    assert out["speculation"]["reason"] == io_failed("open", errno.ENOENT)
 
 
 # --------------------------------------------------------------------------

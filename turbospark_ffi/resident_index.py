@@ -12,7 +12,9 @@ Layout (little-endian, no magic, no version):
             padding up to indexSize; tensor data starts at indexSize.
 
 The checks run in the engine's order and each raises `ResidentIndexError`
-with its own `check` tag. Two properties matter more than speed:
+with its own `check` tag and the engine's own words for it
+(engine_texts.READER_DETAILS, docs/ENGINE.md section 1). Two properties matter
+more than speed:
 
 * It reads the entry table and the names it points at -- never the padding,
   never the tensor data -- so a 14 GB sparse file costs what a 100 KB one does.
@@ -29,6 +31,7 @@ import os
 import sys
 
 from ._value import Value
+from .engine_texts import INDEX_CORRUPT, IO_FAILED, NUL_IN_PATH, OS_ERROR, READER_DETAILS
 from .errors import ResidentIndexError
 
 __all__ = [
@@ -82,14 +85,15 @@ MTP_HEAD_TENSORS = (
     "mtp.norm.weight",
 ) + tuple("mtp.layers.0." + t for t in _MTP_LAYER)
 
-# docs/ENGINE.md section 2: 81 tensors under `dflash.`: 6 top-level, 15 in each of 5
-# layers; `dflash.fc.weight` is the presence test. The top-level and per-layer
-# names beyond that one are this writer's choice (the facts give only counts).
+# docs/ENGINE.md section 2: the 81 tensors the engine's DFlash2 state loads, in its
+# order: 6 top-level, then 15 in each of 5 layers (4 convolution tensors, then
+# an MTP-style layer); `dflash.fc.weight` is the presence test.
 _DFLASH_TOP = ("dflash.fc.weight", "dflash.hidden_norm.weight", "dflash.norm.weight",
-               "dflash.embed_proj.weight", "dflash.mask_embedding.weight",
-               "dflash.lm_head.weight")
-_DFLASH_LAYER = _MTP_LAYER + ("self_attn.rotary_emb.inv_freq", "cross_attn.q_proj.weight",
-                              "cross_attn.kv_proj.weight", "cross_attn.o_proj.weight")
+               "dflash.candidate_selector.hidden_projection.weight",
+               "dflash.candidate_selector.predecessor_codebook",
+               "dflash.candidate_selector.successor_codebook")
+_DFLASH_LAYER = ("attention_conv.base_kernel", "attention_conv.kernel_projection.weight",
+                 "mlp_conv.base_kernel", "mlp_conv.kernel_projection.weight") + _MTP_LAYER
 DFLASH_TENSORS = _DFLASH_TOP + tuple(
     f"dflash.layers.{i}.{t}" for i in range(5) for t in _DFLASH_LAYER)
 
@@ -104,7 +108,22 @@ DTYPE_NAMES = {
     23: "GGUF IQ1_M", 24: "GGUF Q3_K",
 }
 
-_CORRUPT = "resident index is corrupt: "
+
+
+def _corrupt(check: str, **fields) -> ResidentIndexError:
+    """The engine's refusal for `check`, in its words (engine_texts.py)."""
+    detail = READER_DETAILS[check].format(**fields)
+    return ResidentIndexError(INDEX_CORRUPT.format(detail=detail), check=check)
+
+
+def _io_failed(call: str, exc: OSError) -> ResidentIndexError:
+    """`<call> failed: <detail>`, the detail the OS error as the engine's
+    io::Error displays it."""
+    if exc.errno:
+        detail = OS_ERROR.format(text=os.strerror(exc.errno), errno=exc.errno)
+    else:
+        detail = str(exc.strerror or exc)
+    return ResidentIndexError(IO_FAILED.format(call=call, detail=detail), check=call)
 
 # Entry field positions, in units of the field's own width, inside one 72-byte
 # entry: used by the vectorised pass (memoryview casts) and the careful pass.
@@ -363,25 +382,21 @@ def load_resident_index(path: str | os.PathLike) -> ResidentIndex:
         # writer forever. It changes nothing for a regular file.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ResidentIndexError(f"open failed: {path}: {exc.strerror or exc}",
+        raise _io_failed("open", exc) from None
+    except ValueError:  # an embedded NUL in the path: no C string holds it
+        raise ResidentIndexError(IO_FAILED.format(call="open", detail=NUL_IN_PATH),
                                  check="open") from None
-    except ValueError as exc:  # an embedded NUL in the path
-        raise ResidentIndexError(f"open failed: {path!r}: {exc}", check="open") from None
     try:
         try:
             info = os.fstat(fd)
         except OSError as exc:
-            raise ResidentIndexError(f"stat failed: {path}: {exc.strerror or exc}",
-                                     check="stat") from None
+            raise _io_failed("stat", exc) from None
         import stat as st
         if not st.S_ISREG(info.st_mode):
             raise ResidentIndexError(
                 f"read failed: {path} is {_describe_file_type(info.st_mode)}, "
                 "not a regular file", check="not_regular_file")
         return _read_validated(fd, path, info.st_size)
-    except OSError as exc:
-        raise ResidentIndexError(f"read failed: {path}: {exc.strerror or exc}",
-                                 check="read") from None
     finally:
         os.close(fd)
 
@@ -392,59 +407,57 @@ def _checked_header(header: bytes, file_size: int) -> tuple[int, int, int, int]:
     after it by the file's real length."""
     # Check 1.
     if len(header) < HEADER_SIZE:
-        raise ResidentIndexError(
-            f"{_CORRUPT}the file is {len(header)} bytes, shorter than the "
-            f"{HEADER_SIZE}-byte header", check="short_header")
+        raise _corrupt("short_header")
     index_size = _u64(header, 0)
     resident_size = _u64(header, 8)
     entry_count = _u64(header, 16)
     # Check 2.
     if index_size < HEADER_SIZE:
-        raise ResidentIndexError(
-            f"{_CORRUPT}indexSize {index_size} is smaller than the {HEADER_SIZE}-byte header",
-            check="index_size_below_header")
+        raise _corrupt("index_size_below_header", index_size=index_size)
     # Check 3: the engine does this arithmetic in u64, so overflow is its own failure.
     table_bytes = entry_count * ENTRY_SIZE
     if table_bytes > _U64_MAX:
-        raise ResidentIndexError(
-            f"{_CORRUPT}entryCount {entry_count} overflows: entryCount x {ENTRY_SIZE} "
-            "does not fit in 64 bits", check="entry_count_overflow")
+        raise _corrupt("entry_count_overflow", entry_count=entry_count)
     table_end = HEADER_SIZE + table_bytes
     if table_end > _U64_MAX:
-        raise ResidentIndexError(
-            f"{_CORRUPT}entryCount {entry_count} overflows: the {HEADER_SIZE}-byte header "
-            f"plus {table_bytes} bytes of entries does not fit in 64 bits",
-            check="entry_table_overflow")
+        raise _corrupt("entry_table_overflow")
     # Check 4.
     if table_end > index_size:
-        raise ResidentIndexError(
-            f"{_CORRUPT}entryCount {entry_count} needs an entry table ending at byte "
-            f"{table_end}, past indexSize {index_size}", check="entry_table_past_index")
+        raise _corrupt("entry_table_past_index", table_end=table_end, index_size=index_size)
     # Check 5: also what bounds every read below by the file's real length.
     resident_end = index_size + resident_size
     if resident_end > _U64_MAX:
-        raise ResidentIndexError(
-            f"{_CORRUPT}indexSize {index_size} + residentSize {resident_size} overflows 64 bits",
-            check="resident_end_overflow")
+        raise _corrupt("resident_end_overflow")
     if resident_end > file_size:
-        raise ResidentIndexError(
-            f"{_CORRUPT}indexSize {index_size} + residentSize {resident_size} = {resident_end} "
-            f"exceeds the file's {file_size} bytes", check="resident_end_past_file")
+        raise _corrupt("resident_end_past_file", index_size=index_size,
+                       resident_size=resident_size, end=resident_end, length=file_size)
     return index_size, resident_size, entry_count, resident_end
 
 
+def _read_region(fd: int, length: int, offset: int) -> bytes:
+    """Check 6: `length` bytes of the index region at `offset`, in full. The
+    engine reads the region whole and reports any failure of that read, a
+    read error or the file shrinking under it, as one short read."""
+    try:
+        data = _pread_full(fd, length, offset)
+    except OSError:
+        data = b""
+    if len(data) != length:
+        raise _corrupt("short_read")
+    return data
+
+
 def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
-    header = _pread_full(fd, HEADER_SIZE, 0)
+    try:
+        header = _pread_full(fd, HEADER_SIZE, 0)
+    except OSError:  # the engine's read_exact: any failure is a short read
+        header = b""
     index_size, resident_size, entry_count, resident_end = _checked_header(header, file_size)
     table_bytes = entry_count * ENTRY_SIZE
     table_end = HEADER_SIZE + table_bytes
 
     # Check 6, first half: the entry table.
-    table = _pread_full(fd, table_bytes, HEADER_SIZE)
-    if len(table) != table_bytes:
-        raise ResidentIndexError(
-            f"{_CORRUPT}read {HEADER_SIZE + len(table)} of the entry table's {table_end} "
-            "bytes (the file shrank while it was read?)", check="short_read")
+    table = _read_region(fd, table_bytes, HEADER_SIZE)
     native = _native
     # Only the names are read past the table; names that point outside the
     # index region are check 7's business and are not read at all.
@@ -454,14 +467,8 @@ def _read_validated(fd: int, path: str, file_size: int) -> ResidentIndex:
         name_offsets, name_ends = _name_ranges(table, entry_count)
         names_end = max((end for end in name_ends if end <= index_size), default=table_end)
         names_end = max(names_end, table_end)
-    tail = b""
-    if names_end > table_end:
-        tail = _pread_full(fd, names_end - table_end, table_end)
-        if len(tail) != names_end - table_end:
-            raise ResidentIndexError(
-                f"{_CORRUPT}read {table_end + len(tail)} of the {names_end} bytes of the index "
-                "region that hold names (the file shrank while it was read?)",
-                check="short_read")
+    # Check 6, second half: the names (the padding after them is never read).
+    tail = _read_region(fd, names_end - table_end, table_end) if names_end > table_end else b""
     head = header + table
     if native is not None:
         scanned = native[1](head, tail, entry_count, index_size, resident_end, _QUERIES,
@@ -587,22 +594,17 @@ def _raise_first_entry_error(region: bytes, table: bytes, count: int, index_size
         name_offset = int.from_bytes(e[0:4], "little")
         name_length = int.from_bytes(e[4:6], "little")
         if name_offset < HEADER_SIZE or name_offset + name_length > index_size:
-            raise ResidentIndexError(
-                f"{_CORRUPT}entry {k} names bytes {name_offset}..{name_offset + name_length}, "
-                f"outside the index region {HEADER_SIZE}..{index_size}",
-                check="name_out_of_range")
+            raise _corrupt("name_out_of_range", i=k, start=name_offset,
+                           stop=name_offset + name_length, index_size=index_size)
         name = region[name_offset:name_offset + name_length].decode("utf-8", "replace")
         for what, off_field, size_field in _PLANES:
             offset = _u64(e, off_field * 8)
             size = _u64(e, size_field * 8)
             if size and (offset < index_size or offset + size > resident_end):
-                raise ResidentIndexError(
-                    f"{_CORRUPT}entry {k} ({name!r}) {what} at {offset} + {size} bytes lies "
-                    f"outside the resident region {index_size}..{resident_end}",
-                    check=what.replace(" ", "_") + "_out_of_range")
+                raise _corrupt(what.replace(" ", "_") + "_out_of_range", i=k, name=name,
+                               offset=offset, size=size, index_size=index_size,
+                               end=resident_end)
         key = name.encode("utf-8")
         if key in seen:
-            raise ResidentIndexError(
-                f"{_CORRUPT}tensor {name!r} appears twice (entries {seen[key]} and {k})",
-                check="duplicate_name")
+            raise _corrupt("duplicate_name", name=name)
         seen[key] = k

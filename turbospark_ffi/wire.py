@@ -203,12 +203,15 @@ def choice_from_json(text: str, what: str = "choice_json"):
 
 def build_info_to_dict(abi_version: int, library: str, owns_interpreter: bool) -> dict:
     """The `tsffi_build_info_json` object: this package and the interpreter
-    running it, with the library's ABI version, its own path, and whether it
-    started that interpreter."""
+    running it, with the library's ABI version, its own path, whether it
+    started that interpreter, and the engine whose policy and words it
+    follows."""
     import os
     import sys
     from . import __version__
+    from .engine_texts import ENGINE, ENGINE_VERSION
     return {"abiVersion": abi_version, "version": __version__,
+            "engine": ENGINE, "engineVersion": ENGINE_VERSION,
             "python": "%d.%d.%d" % sys.version_info[:3], "library": library,
             "package": os.path.dirname(os.path.abspath(__file__)),
             "pythonHome": sys.base_prefix, "pythonExecutable": sys.executable or None,
@@ -267,7 +270,7 @@ def install_info(model_dir: str | bytes | os.PathLike) -> dict:
 
 def install_info_to_dict(snap: InstallSnapshot) -> dict:
     """The `tsffi_install_info_json` object of an install snapshot."""
-    from .blockers import VERIFY_PROBE_DTYPES, first_full_attention_layer, probe_tensor_name
+    from .blockers import first_full_attention_layer, probe_tensor_name, verify_covers
     from .resident_index import (DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS,
                                  install_has_dflash, install_has_mtp_head)
 
@@ -295,7 +298,7 @@ def install_info_to_dict(snap: InstallSnapshot) -> dict:
             dtype = index.dtype_of(name)
             probe = {"layer": layer, "tensor": name, "present": dtype is not None,
                      "dtype": dtype, "dtypeName": DTYPE_NAMES.get(dtype),
-                     "verifyCovers": dtype in VERIFY_PROBE_DTYPES}
+                     "verifyCovers": verify_covers(dtype)}
         has_mtp, has_dflash = install_has_mtp_head(index), install_has_dflash(index)
         info.update(entryCount=index.entry_count, indexBytes=index.index_size,
                     residentBytes=index.resident_size,

@@ -215,6 +215,13 @@ public struct BuildInfo: Codable, Sendable, Hashable {
     public var pythonExecutable: String?
     public var sysPath: [String]?
     public var ownsInterpreter: Bool?
+    /// The engine whose policy and messages the library speaks, byte for byte
+    /// ("turbospark-runtime").
+    public var engine: String?
+    /// That engine's version ("0.3.0"): a change to any text the library shows
+    /// is a change of it, so a host matching on the engine's messages reads
+    /// here which ones it will see.
+    public var engineVersion: String?
 }
 
 /// Every item of a settings pane's two pickers for one install

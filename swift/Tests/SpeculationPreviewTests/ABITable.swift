@@ -10,7 +10,14 @@ struct ABITable: Decodable {
         let refusalPrefix: String
         let visionBlocker: String
         let utf8Blocker: String
-        let noHead: [String]
+    }
+
+    /// The engine around the seed (tests/engine_texts.py): its name, its
+    /// version, and its MTP runner's text for an install without a head.
+    struct Engine: Decodable {
+        let engine: String
+        let engineVersion: String
+        let noHead: String
     }
 
     /// A byte-string argument as the table gives it.
@@ -60,6 +67,7 @@ struct ABITable: Decodable {
     }
 
     let seed: Seed
+    let engine: Engine
     /// Header macro name -> value, as the project's one reader of the header
     /// (turbospark_ffi.native.header_constants) reads it.
     let statuses: [String: Int32]

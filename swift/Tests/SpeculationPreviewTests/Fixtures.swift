@@ -47,9 +47,12 @@ enum Fixtures {
     /// The seed's reason the block drafter cannot serve a sampled run.
     static var sampledReason: String { table.seed.sampledReason }
 
-    /// What the library's refusal for a headless install contains (its own
-    /// wording, so parts of it rather than the whole text).
-    static var noHead: [String] { table.seed.noHead }
+    /// The engine's MTP runner's text for an install without a head, verbatim.
+    static var noHead: String { table.engine.noHead }
+
+    /// The engine whose words the library speaks, and its version.
+    static var engine: String { table.engine.engine }
+    static var engineVersion: String { table.engine.engineVersion }
 
     struct PythonFailed: Error, CustomStringConvertible {
         let description: String
