@@ -12,8 +12,6 @@ core::fmt's.
 
 from __future__ import annotations
 
-import unicodedata
-
 __all__ = ["compact", "rust_debug_str", "rust_display_f64", "ryu_f64", "json_string"]
 
 # Other_Grapheme_Extend (Unicode 15): characters Rust's str Debug escapes as
@@ -36,6 +34,7 @@ def _debug_char(ch: str) -> str:
     code = ord(ch)
     if " " <= ch <= "~":
         return ch
+    import unicodedata  # only for non-ASCII text (0.3 ms of start-up otherwise)
     if (unicodedata.category(ch) in ("Mn", "Me") or code in _OTHER_GRAPHEME_EXTEND
             or not ch.isprintable()):
         # Python's isprintable and Rust's is_printable refuse the same classes
