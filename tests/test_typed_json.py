@@ -21,7 +21,8 @@ import pytest
 from turbospark_ffi import typed_json as tj
 from turbospark_ffi.rust_text import compact, rust_debug_str, rust_display_f64, ryu_f64
 from turbospark_ffi.typed_json import (ANY, BOOL, F64, STRING, U32, U64, Enum, Field, Option,
-                                       Seq, Struct, StructValue, TypedJsonError, decode)
+                                       Seq, Struct, StructValue, TypedJsonError, decode,
+                                       decode_precise)
 
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_TABLE = ROOT / "tests" / "data" / "typed_json_oracle.jsonl"
@@ -49,10 +50,10 @@ def oracle_rows() -> tuple[dict, list[dict]]:
     return json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
 
 
-def answer(root: str, text: str) -> tuple:
+def answer(root: str, text: str, decoder=decode) -> tuple:
     """Our answer in the oracle's shape: (ok, message, fields as serde_json text)."""
     try:
-        value = decode(text, ROOTS[root], capture=frozenset())
+        value = decoder(text, ROOTS[root], capture=frozenset())
     except TypedJsonError as exc:
         return False, exc.text, None
     if root == "value":
@@ -67,11 +68,13 @@ def test_the_oracle_table_records_its_serde_version():
     assert header["rows"] == len(rows) == 5960
 
 
-def test_every_oracle_row_gets_the_oracles_answer():
+@pytest.mark.parametrize("decoder", [decode, decode_precise], ids=["decode", "precise"])
+def test_every_oracle_row_gets_the_oracles_answer(decoder):
+    """decode (C scan first) and decode_precise (serde's steps only) alike."""
     _, rows = oracle_rows()
     wrong = [(r["root"], r["text"][:200], (r["ok"], r["message"], r["fields"]), got)
-             for r in rows
-             if (got := answer(r["root"], r["text"])) != (r["ok"], r["message"], r["fields"])]
+             for r in rows if (got := answer(r["root"], r["text"], decoder))
+             != (r["ok"], r["message"], r["fields"])]
     assert wrong == []
 
 
@@ -387,3 +390,22 @@ DEBUG_STR = [
 @pytest.mark.parametrize("value,text", DEBUG_STR)
 def test_rust_debug_str(value, text):
     assert rust_debug_str(value) == text
+
+
+def test_a_host_thread_with_a_small_stack_decodes_anything():
+    """The C scanner is used only for texts of at most 64 openers; deeper
+    ones take the precise path, whose Python frames use no C stack."""
+    import threading
+    texts = ['{"speculation":' + "[" * 60 + "]" * 60 + "}",
+             '{"loadGuard":' + "[" * 126 + "]" * 126 + "}",
+             '{"x":' + "[" * 100_000 + "]" * 100_000 + "}"]
+    results = []
+    old = threading.stack_size(256 * 1024)
+    try:
+        worker = threading.Thread(target=lambda: results.extend(
+            sorted(decode(t, OPEN_OPTIONS).fields) for t in texts))
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(old)
+    assert results == [["speculation"], ["loadGuard"], []]
