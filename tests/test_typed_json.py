@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from turbospark_ffi import typed_json as tj
-from turbospark_ffi.rust_text import compact, rust_debug_str, rust_display_f64, ryu_f64
+from turbospark_ffi.rust_text import compact, json_f64, rust_debug_str, rust_display_f64
 from turbospark_ffi.typed_json import (ANY, BOOL, F64, STRING, U32, U64, Enum, Field, Option,
                                        Seq, Struct, StructValue, TypedJsonError, decode,
                                        decode_precise)
@@ -100,10 +100,12 @@ def test_the_oracle_table_reaches_every_error_and_every_patched_rule():
                and r["debian"]["message"] != r["message"] for r in debian)
     assert any(r["ok"] and r["debian"]["message"] and "invalid number" in r["debian"]["message"]
                for r in debian)
+    assert any(r["ok"] and r["debian"]["ok"] and "e+" in json.dumps(r["fields"])
+               and "e+" not in json.dumps(r["debian"]["fields"]) for r in debian)
 
 
 def test_rust_display_f64_is_what_debians_serde_printed_for_the_same_float():
-    """Debian's serde shows a float with Rust's `{}`, 1.0.151 with ryu: each
+    """Debian's serde shows a float with Rust's `{}`, 1.0.151 with zmij: each
     row where they differ pairs the two texts of one double."""
     _, rows = oracle_rows()
     pairs = []
@@ -111,8 +113,8 @@ def test_rust_display_f64_is_what_debians_serde_printed_for_the_same_float():
         old, new = (r.get("debian") or {}).get("message") or "", r["message"] or ""
         if "floating point `" in old and "floating point `" in new:
             shown = old.split("floating point `")[1].split("`")[0]
-            ryu = new.split("floating point `")[1].split("`")[0]
-            pairs.append((shown, rust_display_f64(float(ryu)), ryu, ryu_f64(float(ryu))))
+            zmij = new.split("floating point `")[1].split("`")[0]
+            pairs.append((shown, rust_display_f64(float(zmij)), zmij, json_f64(float(zmij))))
     assert len(pairs) > 100
     assert [(a, c) for a, b, c, d in pairs if a != b or c != d] == []
 
@@ -354,9 +356,10 @@ def test_the_declared_types_are_frozen_values():
 COMPACT = [
     (None, "null"), (True, "true"), (False, "false"), (0, "0"), (-1, "-1"),
     (18446744073709551615, "18446744073709551615"), (1.5, "1.5"), (2.0, "2.0"),
-    (-0.0, "-0.0"), (1e300, "1e300"), (1e-7, "1e-7"), (1.5e-7, "1.5e-7"), (1e16, "1e16"),
-    (1e15, "1000000000000000.0"), (1e-5, "0.00001"), (1e-6, "1e-6"),
-    (1.8446744073709552e19, "1.8446744073709552e19"), (5e-324, "5e-324"),
+    (-0.0, "-0.0"), (1e300, "1e+300"), (1e-7, "1e-7"), (1.5e-7, "1.5e-7"), (1e16, "1e+16"),
+    (1e15, "1000000000000000.0"), (1e-5, "0.00001"), (1e-6, "1e-6"), (0.001234, "0.001234"),
+    (1.8446744073709552e19, "1.8446744073709552e+19"), (5e-324, "5e-324"), (-2.5e-8, "-2.5e-8"),
+    (12340000000.0, "12340000000.0"), (12.34, "12.34"), (1.2345678901234566e16, "1.2345678901234566e+16"),
     ("x", '"x"'), ('a"\\\n\x01é\x7f\b\f', '"a\\"\\\\\\n\\u0001é\x7f\\b\\f"'),
     ([], "[]"), ({}, "{}"), ({"a": 1}, '{"a":1}'), ([1, {"b": [None, True]}], '[1,{"b":[null,true]}]'),
 ]
@@ -409,3 +412,24 @@ def test_a_host_thread_with_a_small_stack_decodes_anything():
     finally:
         threading.stack_size(old)
     assert results == [["speculation"], ["loadGuard"], []]
+
+
+ANY_KEYS = ("maxContext", "expertCacheSlots", "loadGuard", "speculation")
+
+
+def test_compact_writes_floats_as_the_engine_quoted_them():
+    """The engine's status-2 messages quote a float option's value with
+    serde_json 1.0.151 (`100.0`, `2.0`, `1.8446744073709552e+19`): compact of
+    our decoded value is that text, on every such line of the sample."""
+    quoted = []
+    for line in engine_sample():
+        text = sample_text(line)
+        if line["status"] != 2 or text is None:
+            continue
+        key = line["message"].split(" ")[0]
+        value = decode(text, OPEN_OPTIONS).fields.get(key)
+        if key in ANY_KEYS and isinstance(value, float):
+            quoted.append((line["message"].rsplit(", got ", 1)[1], compact(value)))
+    assert len(quoted) >= 10
+    assert ("1.8446744073709552e+19", "1.8446744073709552e+19") in quoted
+    assert [(want, got) for want, got in quoted if want != got] == []

@@ -1,18 +1,24 @@
 """Rust's texts for values, so that a message quoting a value reads as the
 engine's does: serde_json's compact JSON of a `Value` (`compact`), Rust's
 `{:?}` of a str (`rust_debug_str`), Rust's `{}` of an f64
-(`rust_display_f64`), and ryu's shortest form of an f64 (`ryu_f64`, what
-serde_json 1.0.151 writes for a float and shows in `floating point `x``).
+(`rust_display_f64`), and serde_json 1.0.151's text of an f64 (`json_f64`,
+what it writes for a float and shows in `floating point `x``).
 
-The digits of every float form come from `repr`: Python and Rust (ryu, and
-core's Display) both give the shortest digit string that reads back as the
-same double, so only the layout differs, and the layout rules are ryu's and
+serde_json 1.0.151 writes floats with the zmij crate, not ryu as older
+releases (Debian's 1.0.87) did: the same digits and the same switch to an
+exponent (below 1e-5, from 1e16), but a positive exponent carries its sign:
+`1.8446744073709552e+19` where ryu wrote `1.8446744073709552e19` (the
+engine's sample measures exactly that text).
+
+The digits of every float form come from `repr`: Python, zmij, ryu and
+core's Display all give the shortest digit string that reads back as the same
+double, so only the layout differs, and the layout rules are zmij's and
 core::fmt's.
 """
 
 from __future__ import annotations
 
-__all__ = ["compact", "rust_debug_str", "rust_display_f64", "ryu_f64", "json_string"]
+__all__ = ["compact", "rust_debug_str", "rust_display_f64", "json_f64", "json_string"]
 
 # Other_Grapheme_Extend (Unicode 15): characters Rust's str Debug escapes as
 # \u{..} although they are not combining marks (Mn/Me), which are escaped too.
@@ -64,24 +70,23 @@ def _digits(x: float) -> tuple[str, int]:
     return digits.rstrip("0") or "0", point
 
 
-def ryu_f64(x: float) -> str:
-    """ryu's `format_finite` (serde_json's float text): `1.5`, `2.0`, `-0.0`,
-    `1e300`, `1.5e-7`, `12340000000.0`."""
+def json_f64(x: float) -> str:
+    """serde_json 1.0.151's float text (zmij's `format_finite`): `1.5`, `2.0`,
+    `-0.0`, `0.00001`, `1e-6`, `12340000000.0`, `1e+16`, `1.5e+300`."""
     sign = "-" if str(x).startswith("-") else ""
     if x == 0:
         return sign + "0.0"
-    digits, kk = _digits(x)
+    digits, point = _digits(x)
+    exp = point - 1  # x = d.ddd * 10**exp
     length = len(digits)
-    if length <= kk <= 16:
-        return sign + digits + "0" * (kk - length) + ".0"
-    if 0 < kk <= 16:
-        return sign + digits[:kk] + "." + digits[kk:]
-    if -5 < kk <= 0:
-        return sign + "0." + "0" * (-kk) + digits
-    exp = "e" + str(kk - 1)
-    if length == 1:
-        return sign + digits + exp
-    return sign + digits[0] + "." + digits[1:] + exp
+    if -5 <= exp <= 15:
+        if length - 1 <= exp:
+            return sign + digits + "0" * (exp + 1 - length) + ".0"
+        if exp >= 0:
+            return sign + digits[:exp + 1] + "." + digits[exp + 1:]
+        return sign + "0." + "0" * (-exp - 1) + digits
+    mantissa = digits if length == 1 else digits[0] + "." + digits[1:]
+    return sign + mantissa + ("e-" if exp < 0 else "e+") + str(abs(exp))
 
 
 def rust_display_f64(x: float) -> str:
@@ -130,7 +135,7 @@ def compact(value: object) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return ryu_f64(value)
+        return json_f64(value)
     if isinstance(value, str):
         return json_string(value)
     if isinstance(value, list):

@@ -256,8 +256,8 @@ class StructValue:
 
 
 def _unexpected_float(x: float) -> str:
-    from .rust_text import ryu_f64
-    return f"floating point `{ryu_f64(x)}`"
+    from .rust_text import json_f64
+    return f"floating point `{json_f64(x)}`"
 
 
 def _unexpected_str(s: str) -> str:

@@ -5,9 +5,10 @@
 #   OUT/debian   serde_json 1.0.87 + serde_derive 1.0.152 as Debian ships them
 #   OUT/v151     the same sources with serde-1.0.151.patch applied: the places
 #                where serde_json 1.0.151 / serde 1.0.229 (the engine's pins)
-#                behave differently (float wording, \u escapes judged after
-#                four bytes, a `.` after a long integer, container defaults
-#                for a positional struct)
+#                behave differently (floats written as zmij writes them,
+#                `e+16` for ryu's `e16`; `null` and floats in invalid-type
+#                messages; \u escapes judged after four bytes; a `.` after a
+#                long integer; container defaults for a positional struct)
 # Usage: tests/oracle/build.sh [OUT]   (default /tmp/typed-json-oracle)
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -248,7 +248,8 @@ def main(out_dir: str) -> None:
                    "fields": want["fields"]}
             if (deb["ok"], deb["message"], deb["fields"]) != (want["ok"], want["message"],
                                                                want["fields"]):
-                row["debian"] = {"ok": deb["ok"], "message": deb["message"]}
+                row["debian"] = {"ok": deb["ok"], "message": deb["message"],
+                                 "fields": deb["fields"]}
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(f"{TABLE}: {len(rows)} rows")
 
