@@ -1062,7 +1062,7 @@ def decode(text: str, root: _Type, capture: frozenset = _CAPTURE) -> object:
     A text the C scanner of `_json` reads and whose values fit their types
     exactly is answered from that scan (3-key options: ~6 us instead of ~25);
     anything else -- a refusal, a captured key, a positional struct, a
-    string with a lone surrogate, a depth near the limit -- is decoded by
+    string with a lone surrogate, nesting past 64 levels -- is decoded by
     decode_precise, so both give one answer (tests/test_typed_json.py holds
     them equal on every row of the oracle table)."""
     if not isinstance(text, str):
@@ -1126,13 +1126,34 @@ class _ScanContext:
 
 _scan = _json.make_scanner(_ScanContext)
 # The C scanner recurses on the C stack, one frame per level: a host thread
-# may have 16 KiB of it. Past this many openers the text goes the precise
-# way, whose Python frames take no C stack.
-_FAST_MAX_OPENERS = 64
+# may have 16 KiB of it (docs/c-api.md). A text nesting deeper goes the
+# precise way, whose Python frames take no C stack.
+_FAST_MAX_DEPTH = 64
+
+
+def _shallow(text: str) -> bool:
+    """No array or object in `text` nests more than _FAST_MAX_DEPTH deep
+    (False too for a text whose strings do not close: the precise path
+    words that). Cheap for a flat text: only brackets outside strings are
+    walked one by one."""
+    if text.count("[") + text.count("{") <= _FAST_MAX_DEPTH:
+        return True
+    parts = text.replace("\\\\", "").replace('\\"', "").split('"')
+    if len(parts) % 2 == 0:
+        return False
+    depth = 0
+    for c in "".join(parts[0::2]):
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > _FAST_MAX_DEPTH:
+                return False
+        elif c == "]" or c == "}":
+            depth -= 1
+    return True
 
 
 def _fast_decode(text: str, root: _Type, capture: frozenset) -> object:
-    if text.count("[") + text.count("{") > _FAST_MAX_OPENERS:
+    if not _shallow(text):
         return _SLOW
     if capture and any(f'"{key}"' in text for key in capture):
         return _SLOW  # a captured value's raw text is the precise path's to cut
