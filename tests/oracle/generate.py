@@ -56,6 +56,8 @@ STRINGS = [
     '"a\x00b"', '"a\nb"', '"a\tb"', '"\x1f"', '"\x7f"', '"é"', '"日本"', '"😀"', '"\\u0000"',
     '"\\u001f"', '"a\u0301"', '"\u200b"', '"\u00a0"', '"\\ud800\\udc00"', '"\\uDBFF\\uDFFF"',
     '"\\u0é"', '"\\u00é"', '"\\u000é"', '"x\\uD800é"', '"\\uD800\\é"', '"\'"', '"/tmp/x"',
+    '"\u00ad\ufeff\u0600\ue000\u2028\u3000\u0378\u200d\u034f\u2066"',
+    '"\u0b3e\U0001f3fb\U000e0041\u0903\u1160\ufffd\U0010ffff"',
 ]
 
 LITERALS = ["null", "true", "false", "nul", "tru", "fals", "nulll", "nx", "tx", "fx", "n", "t",
@@ -229,7 +231,8 @@ def ask(binary: str, rows: list[tuple[str, str]]) -> list[dict]:
                       for r, t in rows)
     done = subprocess.run([binary], input=request.encode(), capture_output=True, check=True,
                           timeout=600)
-    return [json.loads(line) for line in done.stdout.decode().splitlines()]
+    # split("\n"), not splitlines(): a text may hold U+2028 and its kin
+    return [json.loads(line) for line in done.stdout.decode().split("\n") if line]
 
 
 def main(out_dir: str) -> None:
