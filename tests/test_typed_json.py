@@ -434,3 +434,19 @@ def test_compact_writes_floats_as_the_engine_quoted_them():
     assert len(quoted) >= 10
     assert ("1.8446744073709552e+19", "1.8446744073709552e+19") in quoted
     assert [(want, got) for want, got in quoted if want != got] == []
+
+
+def test_compact_writes_a_deep_value_without_recursing():
+    """The options layer quotes a decoded value (up to 127 levels) in its
+    messages: compact never recurses, so neither Python's limit nor a small
+    C stack is reached (here 100,000 levels under a recursion limit of 100)."""
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep, {"a": None}]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100)
+    try:
+        text = compact(deep)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert text.startswith("[[[[") and text.endswith(',{"a":null}]') and len(text) == 1_400_002

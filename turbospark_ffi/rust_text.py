@@ -126,9 +126,7 @@ def json_string(s: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def compact(value: object) -> str:
-    """serde_json::to_string of a Value decoded by typed_json (None, bool, int,
-    float, str, list, dict): `1.5`, `[]`, `{"a":1}`, `"x"`."""
+def _scalar(value: object) -> str:
     if value is None:
         return "null"
     if value is True:
@@ -141,8 +139,41 @@ def compact(value: object) -> str:
         return json_f64(value)
     if isinstance(value, str):
         return json_string(value)
-    if isinstance(value, list):
-        return "[" + ",".join(compact(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(json_string(k) + ":" + compact(v) for k, v in value.items()) + "}"
     raise TypeError(f"compact: not a JSON value: {type(value).__name__}")
+
+
+def compact(value: object) -> str:
+    """serde_json::to_string of a Value decoded by typed_json (None, bool, int,
+    float, str, list, dict): `1.5`, `[]`, `{"a":1}`, `"x"`.
+
+    Iterative: a value 127 levels deep (the decoder's limit) is written
+    without recursing, so a host thread's small C stack never sees it."""
+    out: list[str] = []
+    frames: list[list] = []  # [iterator, closer, first]
+    item = value
+    while True:
+        if isinstance(item, (list, dict)):
+            is_dict = isinstance(item, dict)
+            out.append("{" if is_dict else "[")
+            frames.append([iter(item.items()) if is_dict else iter(item),
+                           "}" if is_dict else "]", True])
+        else:
+            out.append(_scalar(item))
+        while frames:
+            frame = frames[-1]
+            nxt = next(frame[0], frames)  # `frames` itself marks the end
+            if nxt is frames:
+                frames.pop()
+                out.append(frame[1])
+                continue
+            if not frame[2]:
+                out.append(",")
+            frame[2] = False
+            if frame[1] == "}":
+                out.append(json_string(nxt[0]) + ":")
+                item = nxt[1]
+            else:
+                item = nxt
+            break
+        else:
+            return "".join(out)
