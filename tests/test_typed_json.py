@@ -449,4 +449,4 @@ def test_compact_writes_a_deep_value_without_recursing():
         text = compact(deep)
     finally:
         sys.setrecursionlimit(limit)
-    assert text.startswith("[[[[") and text.endswith(',{"a":null}]') and len(text) == 1_400_002
+    assert text.startswith("[[[[") and text.endswith(',{"a":null}]') and len(text) == 1_300_002
