@@ -218,7 +218,7 @@ def _plan(choice, policies, speculation, ignored=()) -> dict:
 CASES: list[Case] = [
     # ----- tsffi_build_info_json
     Case("build-info", "build_info", "TSFFI_OK",
-         json=Subset(abiVersion=2, version=Has("."), python=Has("3."))),
+         json=Subset(abiVersion=3, version=Has("."), python=Has("3."))),
     Case("build-info-null-out", "build_info", "TSFFI_ERR_INVALID_ARGUMENT", null_out=True,
          message=Has("out_json")),
 
