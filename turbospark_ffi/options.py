@@ -61,21 +61,21 @@ _DRAFTERS = ("auto", "mtp", "dflash")
 
 
 # ---------------------------------------------------------------------------
-# Rust's texts for values, B's typed_json (imported when a message is worded:
+# Rust's texts for values (rust_text; imported when a message is worded:
 # a text the open accepts never needs them).
 
 def _v(value: object) -> str:
-    from .typed_json import compact
+    from .rust_text import compact
     return compact(value)
 
 
 def _s(text: str) -> str:
-    from .typed_json import rust_debug_str
+    from .rust_text import rust_debug_str
     return rust_debug_str(text)
 
 
 def _x(number: float) -> str:
-    from .typed_json import rust_display_f64
+    from .rust_text import rust_display_f64
     return rust_display_f64(number)
 
 
