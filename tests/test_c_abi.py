@@ -277,7 +277,7 @@ def test_last_error_semantics(hosts, installs):
         f"reread len={L}", f"abi_version=3 len={L}",
         f"string_free(NULL) len={L}", f"string_free(result) len={L}",
         "replaced status=4 len_changed=1",
-        "replaced mentions_options_json=1 mentions_block=0",
+        "replaced mentions_serde_eof=1 mentions_block=0",
     ]
     for fn in ("tsffi_build_info_json", "tsffi_resolve_drafter", "tsffi_draft_policies",
                "tsffi_resolve_speculation", "tsffi_speculation_plan", "tsffi_install_info_json",
@@ -289,7 +289,7 @@ def test_last_error_semantics(hosts, installs):
         expected.append(f"utf8 cap=L{cap - U:+d} ret={U} strlen={_utf8_cut(utf8, cap)}")
     expected += [
         "thread fresh len=0", 'thread fresh buf ""',
-        "thread status=4 len_is_strlen=1 mentions_options_json=1",
+        "thread status=4 len_is_strlen=1 mentions_serde_eof=1",
         "main after thread failure len_same=1",
         f'main msg "{escape(refused)}"',
         "thread ok status=0; main len_same=1",
