@@ -535,6 +535,12 @@ def _parse(raw: bytes | str, what: str) -> Options:
                               f"{MAX_OPTIONS_BYTES} bytes (this library's bound; the engine "
                               "has none)")
     text = decode_text(raw, what) if isinstance(raw, bytes) else raw
+    # No fast path: the strict decoder is the only reader. Measured (12-04,
+    # 2-core VM under load): the bench's options text parses in 28 us against
+    # 7 us for ABI 2's parser, once per text (then remembered), and importing
+    # typed_json costs 1.4 ms of a ~55 ms cold start (bench row 5: 58.2 ms
+    # against 54.0 ms, within its noise); bench row 2's first plan (420 us)
+    # meets the text already remembered. Under the 10% that would license one.
     from .typed_json import TypedJsonError, decode
     try:
         decoded = decode(text, _open_options(), capture=_CAPTURE)
