@@ -28,8 +28,9 @@ null (the engine reported none), absent (preview the install).
 assumption, deterministic decoding.
 
 Every other top-level key is ignored, as the open ignores it, and listed in
-`ignored_keys` (a lone surrogate shown as U+FFFD, so every result stays text
-Swift's decoders accept); a near-miss of one of the 16 keys, and a top-level
+`ignored_keys` (serde refuses a key holding a lone surrogate; one that got
+through would be shown as U+FFFD, so every result stays text Swift's
+decoders accept); a near-miss of one of the 16 keys, and a top-level
 `temperature` or `engineBlocker` (which moved into "tsffi" in ABI 3), gets a
 warning string too -- a hint, never a refusal, since the open accepts them.
 """
