@@ -434,3 +434,50 @@ def test_compact_writes_floats_as_the_engine_quoted_them():
     assert len(quoted) >= 10
     assert ("1.8446744073709552e+19", "1.8446744073709552e+19") in quoted
     assert [(want, got) for want, got in quoted if want != got] == []
+
+
+def test_compact_writes_a_deep_value_without_recursing():
+    """The options layer quotes a decoded value (up to 127 levels) in its
+    messages: compact never recurses, so neither Python's limit nor a small
+    C stack is reached (here 100,000 levels under a recursion limit of 100)."""
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep, {"a": None}]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100)
+    try:
+        text = compact(deep)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert text.startswith("[[[[") and text.endswith(',{"a":null}]') and len(text) == 1_300_002
+
+
+def test_decode_and_decode_precise_agree_on_mutated_texts():
+    """The fast path only ever answers what the precise path would: 3,000
+    seeded mutations of the table's accepted texts (a raw lone surrogate, NUL
+    and U+2028 among the inserted characters), under three roots, with a
+    captured key, give one answer or one refusal text through both."""
+    import random
+    _, rows = oracle_rows()
+    seeds = [r["text"] for r in rows if r["ok"] and len(r["text"]) < 300]
+    rng = random.Random(7)
+    alphabet = list('{}[]:,"\\ \n0123456789.-eEnultrfas') + ["é", "\ud800", "\x00", "\u2028"]
+
+    def outcome(decoder, text, root, capture):
+        try:
+            return "ok", repr(decoder(text, root, capture))
+        except TypedJsonError as exc:
+            return "refused", exc.text
+
+    differ = []
+    for _ in range(3000):
+        text = rng.choice(seeds)
+        for _ in range(rng.randint(0, 2)):
+            at = rng.randint(0, len(text))
+            text = text[:at] + rng.choice(alphabet) + text[at + rng.randint(0, 1):]
+        for root, capture in ((OPEN_OPTIONS, frozenset({"tsffi", "x"})), (ANY, frozenset()),
+                              (STRICT, frozenset())):
+            fast = outcome(decode, text, root, capture)
+            if fast != outcome(decode_precise, text, root, capture):
+                differ.append((text, fast))
+    assert differ == []

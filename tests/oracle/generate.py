@@ -8,6 +8,12 @@ Each text is decoded by both oracles. The table's answer is the patched one
 serde answers differently, the row also carries `debian` (its answer), so a
 reader sees which rows follow the engine's pins rather than Debian's sources.
 The texts are seeded-random, so the table is reproducible.
+
+CI does not rebuild the oracle: that would need the two Debian packages and
+two cargo builds (~2 minutes) on every run, for a table that only changes
+when this generator or the patch does. Whoever changes either reruns
+build.sh and this script and commits the table; tests/test_typed_json.py
+then holds the decoder to it.
 """
 
 from __future__ import annotations
