@@ -29,7 +29,8 @@
  *                                     message (e.g. "speculation block must
  *                                     be in 1..=15, got 0")
  *    Keys the open does not read are ignored (listed back as "ignoredKeys";
- *    no result ever holds a lone surrogate); a near-miss of one of the 16 keys,
+ *    no result ever holds a lone surrogate); a near-miss of one of the 16 keys
+ *    (or of "tsffi"),
  *    and a top-level "temperature" or "engineBlocker", also get a hint in
  *    "warnings" -- never a refusal, since the open accepts them.
  *    This library's own inputs, which the open never reads, are one object

@@ -436,6 +436,16 @@ def near_miss(key: str) -> str | None:
     return best
 
 
+def _near_tsffi(key: str) -> str | None:
+    """TSFFI_KEY for "Tsffi", "tsfi", "tsffi_"...: this library's own object
+    misspelled, whose inputs would otherwise be silently dropped. One edit
+    only: two would hint at ordinary short words ("stiff")."""
+    folded = key.lower()
+    if len(folded) >= 4 and (folded == TSFFI_KEY or _osa_distance(folded, TSFFI_KEY, 1) <= 1):
+        return TSFFI_KEY
+    return None
+
+
 # Hints are for a person reading a settings pane's diagnostics: past this
 # many ignored keys no more are looked at, so 1 MiB of ignored keys costs no
 # more than a few hundred distance checks (the list itself is still whole).
@@ -451,7 +461,7 @@ def _warnings(ignored: tuple[str, ...]) -> tuple[str, ...]:
                          f'it; since ABI 3 this library reads it inside the "{TSFFI_KEY}" '
                          f'object: {{"{TSFFI_KEY}": {{"{key}": ...}}}}')
             continue
-        resembles = near_miss(key)
+        resembles = near_miss(key) or _near_tsffi(key)
         if resembles is not None:
             hints.append(f"{_show(key)} is not a key the engine's open reads, so it ignores it "
                          f"(and so does this preview); did you mean \"{resembles}\"?")
