@@ -1166,7 +1166,12 @@ def _fast_decode(text: str, root: _Type, capture: frozenset) -> object:
         i += 1
     try:
         parsed, end = _scan(text, i)
-    except (StopIteration, ValueError, RecursionError):
+    except Exception:
+        # Any failure is the precise path's to word: StopIteration and
+        # ValueError, RecursionError, and the SystemError the C scanner
+        # raises on malformed text when the `json` package was never
+        # imported (its error path builds json.decoder.JSONDecodeError) --
+        # the case inside libtsffi, which never imports `json`.
         return _SLOW
     while end < n and text[end] in _WS:
         end += 1

@@ -39,7 +39,7 @@ static void *run(void *arg) {
         break;
     case 1:
         r->op = "refused";
-        r->status = tsffi_resolve_speculation("{\"speculativeDrafter\": \"dflash\", \"temperature\": 0.7, \"speculation\": 2}", &out);
+        r->status = tsffi_resolve_speculation("{\"speculativeDrafter\": \"dflash\", \"tsffi\": {\"temperature\": 0.7}, \"speculation\": 2}", &out);
         break;
     case 2:
         r->op = "plan";
@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
             printf("NULL");
         else if (r->index % 4 == 0)
             /* build info holds paths; its ABI version is what must agree */
-            printf("%s", strstr(r->out, "\"abiVersion\":2") != NULL ? "abiVersion=2" : r->out);
+            printf("%s", strstr(r->out, "\"abiVersion\":3") != NULL ? "abiVersion=3" : r->out);
         else
             print_escaped(r->out);
         printf("\n");

@@ -45,7 +45,7 @@ __all__ = ["main", "EXIT_OK", "EXIT_ERROR", "EXIT_REFUSED"]
 # Option key -> the flag that sets it, so that the grammar's refusal names
 # both what the person typed and what a host would send.
 FLAG_FOR_KEY = {"speculation": "--speculation", "speculativeDrafter": "--speculative-drafter",
-                "temperature": "--temperature", "engineBlocker": "--engine-blocker"}
+                "tsffi.temperature": "--temperature", "tsffi.engineBlocker": "--engine-blocker"}
 
 
 def quiet_stdout() -> None:

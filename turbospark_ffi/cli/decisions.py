@@ -119,18 +119,23 @@ def plan_options(args: argparse.Namespace) -> dict:
     """The options object a host would pass to tsffi_speculation_plan for these
     flags: only the keys given (absent keys are the defaults); --speculation
     as the string typed (the grammar takes "auto", "off" and decimal blocks
-    as strings); --no-engine-blocker is engineBlocker null."""
+    as strings); --no-engine-blocker is tsffi.engineBlocker null."""
     options: dict = {}
     if args.speculation is not None:
         options["speculation"] = text_arg(args.speculation, "--speculation")
     if args.drafter is not None:
         options["speculativeDrafter"] = text_arg(args.drafter, "--speculative-drafter")
+    # The preview's own inputs: in the "tsffi" object since ABI 3 (the
+    # engine's open reads neither).
+    preview: dict = {}
     if args.temperature is not None:
-        options["temperature"] = temperature_value(args.temperature)
+        preview["temperature"] = temperature_value(args.temperature)
     if args.no_engine_blocker:
-        options["engineBlocker"] = None
+        preview["engineBlocker"] = None
     elif args.engine_blocker is not None:
-        options["engineBlocker"] = text_arg(args.engine_blocker, "--engine-blocker")
+        preview["engineBlocker"] = text_arg(args.engine_blocker, "--engine-blocker")
+    if preview:
+        options["tsffi"] = preview
     return options
 
 
