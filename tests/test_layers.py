@@ -6,7 +6,8 @@ lower layer or its own, and the imports form no cycle. A new module fails
 here until it is given a layer.
 
     0  errors, _value               values and errors
-    1  jsontext                     JSON text in and out, no shapes
+    1  jsontext, regular_file        JSON text in and out, no shapes; the one
+                                    bounded, non-blocking open of a file read
     2  resident_index, expert_layout, model_names
                                     the install's files: the reader, the
                                     layout, model names
@@ -35,7 +36,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "turbospark_ffi"
 LAYERS = {
     "errors": 0, "_value": 0,
     "jsontext": 1,
-    "resident_index": 2, "expert_layout": 2, "model_names": 2,
+    "regular_file": 1,
+    "resident_index": 2, "expert_layout": 2, "model_names": 2, "store": 2,
     "policy": 3,
     "options": 4, "blockers": 4,
     "install": 5,

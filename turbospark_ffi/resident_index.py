@@ -325,30 +325,10 @@ def _decode_entry(region: bytes, slot: int, name: str) -> IndexEntry:
                       _u64(e, 40), _u64(e, 48), _u64(e, 56), _u64(e, 64))
 
 
-def _describe_file_type(mode: int) -> str:
-    import stat as st
-    for test, what in ((st.S_ISDIR, "a directory"), (st.S_ISFIFO, "a FIFO"),
-                       (st.S_ISCHR, "a character device"), (st.S_ISBLK, "a block device"),
-                       (st.S_ISSOCK, "a socket")):
-        if test(mode):
-            return what
-    return "not a regular file"
-
-
 def _pread_full(fd: int, length: int, offset: int) -> bytes:
     """Up to `length` bytes at `offset`; shorter only at end of file."""
-    first = os.pread(fd, length, offset)
-    if len(first) == length or not first:
-        return first
-    chunks = [first]
-    got = len(first)
-    while got < length:
-        more = os.pread(fd, length - got, offset + got)
-        if not more:
-            break
-        chunks.append(more)
-        got += len(more)
-    return b"".join(chunks)
+    from .regular_file import read_all
+    return read_all(fd, length, offset)
 
 
 def load_resident_index(path: str | os.PathLike) -> ResidentIndex:
@@ -358,26 +338,19 @@ def load_resident_index(path: str | os.PathLike) -> ResidentIndex:
     unreadable; never anything else for a bad file.
     """
     path = os.fspath(path)
+    # regular_file: non-blocking, a regular file only. No size bound of its
+    # own: check 5 bounds every read by the file's length, and only the entry
+    # table and the names are read (never the padding or the tensor data).
+    from .regular_file import NotReadable, open_regular
     try:
-        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
-        # writer forever. It changes nothing for a regular file.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ResidentIndexError(f"open failed: {path}: {exc.strerror or exc}",
-                                 check="open") from None
-    except ValueError as exc:  # an embedded NUL in the path
-        raise ResidentIndexError(f"open failed: {path!r}: {exc}", check="open") from None
+        fd, info = open_regular(path)
+    except NotReadable as exc:
+        where = repr(path) if exc.check == "open" and exc.errno is None else path
+        failed = "read" if exc.check == "not_regular_file" else exc.check
+        sep = " " if exc.check == "not_regular_file" else ": "
+        raise ResidentIndexError(f"{failed} failed: {where}{sep}{exc.text}",
+                                 check=exc.check) from None
     try:
-        try:
-            info = os.fstat(fd)
-        except OSError as exc:
-            raise ResidentIndexError(f"stat failed: {path}: {exc.strerror or exc}",
-                                     check="stat") from None
-        import stat as st
-        if not st.S_ISREG(info.st_mode):
-            raise ResidentIndexError(
-                f"read failed: {path} is {_describe_file_type(info.st_mode)}, "
-                "not a regular file", check="not_regular_file")
         return _read_validated(fd, path, info.st_size)
     except OSError as exc:
         raise ResidentIndexError(f"read failed: {path}: {exc.strerror or exc}",
