@@ -18,6 +18,7 @@ here until it is given a layer.
                                     blocker preview, remembered while stat()
                                     says the files are unchanged)
     6  plan                         the seed's flow end to end; the choices table
+       store_listing                the store as tsffi_store_json lists it
     7  wire                         every JSON shape of the C ABI
     8  _abi, _boot, cli.*, bundle.*, install_writer, native, __main__
                                     the glue: C, the command line, bundles,
@@ -41,13 +42,13 @@ LAYERS = {
     "policy": 3,
     "options": 4, "blockers": 4,
     "install": 5,
-    "plan": 6,
+    "plan": 6, "store_listing": 6,
     "wire": 7,
     "_abi": 8, "_boot": 8, "cli": 8, "install_writer": 8, "native": 8, "__main__": 8,
     "bundle": 8, "bundle.common": 8, "bundle.elf": 8, "bundle.macho": 8, "bundle.macos": 8,
     "bundle.probe": 8, "bundle.runtime": 8, "bundle.write": 8,
     "cli.common": 8, "cli.report": 8, "cli.parser": 8, "cli.config": 8, "cli.inspect": 8,
-    "cli.decisions": 8, "cli.make_install": 8, "cli.bundle": 8,
+    "cli.decisions": 8, "cli.make_install": 8, "cli.bundle": 8, "cli.store": 8,
 }
 
 

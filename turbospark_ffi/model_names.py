@@ -27,7 +27,7 @@ import os
 
 from .errors import InvalidArgument
 
-__all__ = ["check_model_dir", "resolve_model_name", "resolve_model_dir", "store_root",
+__all__ = ["absolute_path", "check_model_dir", "resolve_model_name", "resolve_model_dir", "store_root",
            "use_getenv", "INSTALLED_JSON", "DEFAULT_INSTALL_PATHS"]
 
 INSTALLED_JSON = "installed.json"
@@ -89,6 +89,13 @@ def resolve_model_dir(model_dir: str | bytes | os.PathLike) -> str:
 
 def _is_dir(path: str) -> bool:
     return os.path.isdir(path)  # False on any error, as the engine's is_dir()
+
+
+def absolute_path(path: str) -> str:
+    """`path` made absolute against the working directory as resolution makes
+    it (an absolute path as given; `./` prefixes dropped; kept as given when
+    the working directory is gone)."""
+    return _absolute(path)
 
 
 def _absolute(path: str) -> str:
