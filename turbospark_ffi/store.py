@@ -25,17 +25,18 @@ not remembered: a rewrite within one clock tick can keep size and mtime.
 from __future__ import annotations
 
 import os
+import time
 
 from ._value import Value
 
-__all__ = ["MAX_STORE_BYTES", "StoreFile", "StoreRow", "read_store", "recorded_path",
-           "counting_rows", "clear_cache", "STORE_ROW"]
+__all__ = ["MAX_STORE_BYTES", "RACY_WINDOW_NS", "StoreFile", "StoreRow", "read_store",
+           "recorded_path", "counting_rows", "clear_cache"]
 
 # Far above any real store: a row is ~300 bytes, so 16 MiB holds ~50,000
 # installs, and a real store has tens. What lies past it is not a store a
 # user made; reading it would cost seconds and gigabytes on every alias call.
 MAX_STORE_BYTES = 16 << 20
-_RACY_WINDOW_NS = 100_000_000  # as install.RACY_WINDOW_NS (a layer above: not imported)
+RACY_WINDOW_NS = 100_000_000  # as install.RACY_WINDOW_NS (a layer above: not imported)
 _MAX_CACHED = 8
 
 
@@ -127,7 +128,6 @@ def read_store(root: str) -> StoreFile:
 
 
 def _read_fresh(path: str) -> StoreFile:
-    import time
     from .regular_file import NotReadable, open_regular, read_all
     started = time.time_ns()
     try:
@@ -147,7 +147,7 @@ def _read_fresh(path: str) -> StoreFile:
     key = _identity(info)
     # Remembered only when nothing changed while it was read and the file is
     # older than the racy window (install.py says why).
-    if _identity(after) == key and started - max(key[3], key[4]) > _RACY_WINDOW_NS:
+    if _identity(after) == key and started - max(key[3], key[4]) > RACY_WINDOW_NS:
         while len(_cache) >= _MAX_CACHED:
             _cache.pop(next(iter(_cache), None), None)
         _cache[(path, *key)] = store
