@@ -6,11 +6,15 @@ lower layer or its own, and the imports form no cycle. A new module fails
 here until it is given a layer.
 
     0  errors, _value               values and errors
-    1  jsontext, regular_file        JSON text in and out, no shapes; the one
-                                    bounded, non-blocking open of a file read
-    2  resident_index, expert_layout, model_names
+    1  jsontext, typed_json, rust_text, regular_file
+                                    JSON text in and out, no shapes; JSON
+                                    text decoded into a declared type as
+                                    serde_json decodes it; Rust's texts of
+                                    values; the one bounded, non-blocking
+                                    open of a file the library reads
+    2  resident_index, expert_layout, model_names, store
                                     the install's files: the reader, the
-                                    layout, model names
+                                    layout, model names, the store's rows
     3  policy                       the seed's types and three decisions
     4  options, blockers            option keys to the policy's typed requests;
                                     the engine's blocker previewed
@@ -36,8 +40,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "turbospark_ffi"
 
 LAYERS = {
     "errors": 0, "_value": 0,
-    "jsontext": 1,
-    "regular_file": 1,
+    "jsontext": 1, "typed_json": 1, "rust_text": 1, "regular_file": 1,
     "resident_index": 2, "expert_layout": 2, "model_names": 2, "store": 2,
     "policy": 3,
     "options": 4, "blockers": 4,
