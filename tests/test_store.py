@@ -100,6 +100,169 @@ def test_the_reader_refuses_what_it_cannot_bound(tmp_path, case):
 
 
 # ---------------------------------------------------------------------------
+# 2. installed.json as the engine decodes it.
+#
+# Each file is JSON text in which A and B stand for two existing directories
+# (x/a, x/b) and G for a missing one; R(...) is a complete row, its known keys
+# in declaration order, then whatever else the case puts in it. Every file
+# also records "qa" -> B in a row of its own, so a case whose "qm" finds no
+# row shows whether the WHOLE file was dropped (qa finds nothing either) or
+# only one row (qa still resolves): the fixture discriminates all-or-nothing
+# from row-by-row.
+
+_KNOWN = ('"repo": "r", "revision": "main", "family": "qwen", "install_bytes": 1, '
+          '"installed_on": "2026-01-01", "status": "installed"')
+
+
+def R(alias: str, path: str, extra: str = "") -> str:
+    return '{"alias": "%s", "path": "%s", %s%s}' % (alias, path, _KNOWN, extra)
+
+
+QA = R("qa", "B")
+
+
+def F(*rows: str) -> str:
+    """A file: the rows given, then QA."""
+    return "[" + ", ".join(rows + (QA,)) + "]"
+
+
+def _bytes_as(value: str) -> str:
+    return R("qm", "A").replace('"install_bytes": 1', '"install_bytes": ' + value)
+
+
+DECODE_FAILS = "does not decode as the engine's list of installs"
+STORE_FILES = [
+    # id, installed.json text, what "qm" resolves to, what "qa" does, the
+    # store's reason fragment (None: read)
+    ("one-row", F(R("qm", "A")), "x/a", "x/b", None),
+    ("unknown-keys-ignored-and-repeated", F(R("qm", "A", ', "x": [1, {}], "x": null')), "x/a",
+     "x/b", None),
+    ("lone-surrogate-in-an-unknown-value", F(R("qm", "A", ', "note": "\\ud800"')), "x/a", "x/b",
+     None),
+    ("kind-null-is-text", F(R("qm", "A", ', "kind": null')), "x/a", "x/b", None),
+    ("kind-text", F(R("qm", "A", ', "kind": "text"')), "x/a", "x/b", None),
+    ("kind-Image-is-not-image", F(R("qm", "A", ', "kind": "Image"')), "x/a", "x/b", None),
+    ("modality-text", F(R("qm", "A", ', "modality": "text"')), "x/a", "x/b", None),
+    ("positional-row", F('["qm", "r", "main", "A", "qwen", 1, "2026-01-01", "installed"]'),
+     "x/a", "x/b", None),
+    ("later-row-wins", F(R("qm", "A"), R("qm", "B")), "x/b", "x/b", None),
+    ("later-stale-row-skipped", F(R("qm", "A"), R("qm", "G")), "x/a", "x/b", None),
+    # The row filter: only that row is skipped.
+    ("kind-image-overrides-modality-text",
+     F(R("qm", "A", ', "kind": "image", "modality": "text"')), "cwd/qm", "x/b", None),
+    ("modality-image", F(R("qm", "A", ', "modality": "image"')), "cwd/qm", "x/b", None),
+    ("modality-audio", F(R("qm", "A", ', "modality": "audio"')), "cwd/qm", "x/b", None),
+    ("nul-in-path-skips-its-row", F(R("qm", "A"), R("qm", "A\\u0000")), "x/a", "x/b", None),
+    ("stale-row", F(R("qm", "G")), "cwd/qm", "x/b", None),
+    # All or nothing: the whole file is no rows.
+    # serde_json's enum from a non-string, non-object: "expected value".
+    ("modality-null", F(R("qm", "A", ', "modality": null')), "cwd/qm", "cwd/qa",
+     "(expected value at line 1 column "),
+    ("modality-Text", F(R("qm", "A", ', "modality": "Text"')), "cwd/qm", "cwd/qa",
+     "unknown variant `Text`, expected one of `text`, `image`, `audio`"),
+    ("duplicate-alias-key", F(R("qm", "A", ', "alias": "qm"')), "cwd/qm", "cwd/qa",
+     "duplicate field `alias`"),
+    ("lone-surrogate-in-alias", F(R("q\\ud800", "A")), "cwd/qm", "cwd/qa",
+     "(unexpected end of hex escape at line 1 column 20)"),
+    ("lone-trailing-surrogate-in-path", F(R("qm", "A\\udc00")), "cwd/qm", "cwd/qa",
+     "lone leading surrogate in hex escape"),
+    ("negative-install-bytes", F(_bytes_as("-1")), "cwd/qm", "cwd/qa",
+     "invalid value: integer `-1`, expected u64"),
+    ("fractional-install-bytes", F(_bytes_as("1.5")), "cwd/qm", "cwd/qa",
+     "invalid type: floating point `1.5`, expected u64"),
+    ("missing-repo", F(R("qm", "A").replace('"repo": "r", ', "")), "cwd/qm", "cwd/qa",
+     "missing field `repo`"),
+    ("a-row-not-an-object", "[" + QA + ', "qm"]', "cwd/qm", "cwd/qa",
+     'invalid type: string "qm", expected struct InstalledModel'),
+    ("not-an-array", QA, "cwd/qm", "cwd/qa", "invalid type: map, expected a sequence"),
+    ("trailing-garbage", "[" + QA + "] x", "cwd/qm", "cwd/qa", "trailing characters"),
+]
+
+
+def _store_text(tmp: Path, text: str) -> str:
+    for mark, rel in (("A", "x/a"), ("B", "x/b"), ("G", "x/gone")):
+        text = text.replace(f'"{mark}', '"' + str(tmp / rel))
+    return text
+
+
+@pytest.mark.parametrize("case", STORE_FILES, ids=[c[0] for c in STORE_FILES])
+def test_the_store_files_table(tmp_path, monkeypatch, case):
+    _id, text, qm, qa, reason = case
+    for rel in ("cwd", "x/a", "x/b", "S"):
+        (tmp_path / rel).mkdir(parents=True)
+    (tmp_path / "S" / "installed.json").write_text(_store_text(tmp_path, text), "utf-8")
+    monkeypatch.setattr(model_names, "_getenv", {"TURBOSPARK_HOME": str(tmp_path / "S")}.get)
+    monkeypatch.chdir(tmp_path / "cwd")
+    assert model_names.resolve_model_name("qm") == str(tmp_path / qm)
+    assert model_names.resolve_model_name("qa") == str(tmp_path / qa)
+    read = store.read_store(str(tmp_path / "S"))
+    if reason is None:
+        assert (read.read, read.reason) == (True, None)
+    else:
+        assert read.read is False and read.rows == ()
+        assert read.reason.startswith(f"{tmp_path}/S/installed.json {DECODE_FAILS} (")
+        assert reason in read.reason, read.reason
+
+
+NOT_UTF8 = [
+    ("not-utf8", b'[{"alias": "q\xff"}]',
+     "S/installed.json is not UTF-8 (invalid byte 0xff at offset 13); the engine reads it as "
+     "no installs"),
+    ("utf8-encoded-surrogate", b'["\xed\xa0\x80"]',
+     "S/installed.json is not UTF-8 (invalid byte 0xed at offset 2); the engine reads it as "
+     "no installs"),
+    ("missing", None, "S/installed.json cannot be read: No such file or directory"),
+]
+
+
+@pytest.mark.parametrize("case", NOT_UTF8, ids=[c[0] for c in NOT_UTF8])
+def test_a_store_file_that_is_not_text(tmp_path, case):
+    _id, data, reason = case
+    (tmp_path / "S").mkdir()
+    if data is not None:
+        (tmp_path / "S" / "installed.json").write_bytes(data.decode("unicode_escape")
+                                                        .encode("latin-1"))
+    read = store.read_store(str(tmp_path / "S"))
+    assert (read.read, read.reason, read.rows) == (
+        False, reason.replace("S/", f"{tmp_path}/S/"), ())
+
+
+def test_an_unchanged_store_is_decoded_once(tmp_path, monkeypatch, aged):
+    """Per file identity: the same file, unchanged, is one decode however
+    often it is asked; rewritten (a new identity), it is decoded again."""
+    (tmp_path / "x").mkdir()
+    root = tmp_path / "S"
+    root.mkdir()
+    path = root / "installed.json"
+    path.write_text(f"[{R('qm', str(tmp_path / 'x'))}]")
+    decodes = []
+    real = store.read_store.__globals__["_decoded"]
+    monkeypatch.setattr(store, "_decoded", lambda p, data: decodes.append(p) or real(p, data))
+    for _ in range(5):
+        assert store.recorded_path(str(root), "qm") == str(tmp_path / "x")
+    assert len(decodes) == 1
+    path.write_text(f"[{R('qm', str(tmp_path / 'x'))}, {R('qb', str(tmp_path / 'x'))}]")
+    assert store.recorded_path(str(root), "qb") == str(tmp_path / "x")
+    assert len(decodes) == 2
+
+
+def test_a_store_modified_within_the_racy_window_is_decoded_each_time(tmp_path, monkeypatch):
+    """The fixture of the test above without its aged clock: the file was
+    written just now, so it is not remembered (a rewrite within one clock
+    tick could keep its identity)."""
+    (tmp_path / "x").mkdir()
+    root = tmp_path / "S"
+    root.mkdir()
+    (root / "installed.json").write_text(f"[{R('qm', str(tmp_path / 'x'))}]")
+    decodes = []
+    real = store.read_store.__globals__["_decoded"]
+    monkeypatch.setattr(store, "_decoded", lambda p, data: decodes.append(p) or real(p, data))
+    for _ in range(5):
+        assert store.recorded_path(str(root), "qm") == str(tmp_path / "x")
+    assert len(decodes) == 5
+
+
+# ---------------------------------------------------------------------------
 # 3. Through a C host: the store as a FIFO, /dev/zero, an oversized file.
 
 @pytest.fixture(scope="module")
@@ -167,6 +330,45 @@ def test_a_store_the_engine_would_hang_on_answers_at_once(alias_host, tmp_path, 
     assert listing == {"root": str(root), "storeFile": str(root / "installed.json"),
                        "storeRead": False, "reason": reason.replace("S/", f"{root}/"),
                        "aliases": []}
+
+
+def test_an_unchanged_store_is_read_once_by_a_c_host(alias_host, open_counter, tmp_path):
+    """Ten alias plans and a listing on an unchanged store open installed.json
+    once; rewritten (a new identity), it is opened once more -- the count of
+    opens is what shows the file was re-read, and the answers that it was
+    read right."""
+    root = tmp_path / "S"
+    a = write_install(tmp_path / "x" / "a", mtp=True)
+    b = write_install(tmp_path / "x" / "b", dflash=True)
+    root.mkdir()
+    path = root / "installed.json"
+    path.write_text("[" + R("qm", str(a)) + "]")
+    _wait_until_aged([path])
+    env = {"TURBOSPARK_HOME": str(root), "LD_PRELOAD": str(open_counter),
+           "TSFFI_COUNT_OPENS_OF": "installed.json"}
+    proc = subprocess.Popen([str(alias_host)], cwd=tmp_path, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def ask(line: str) -> dict:
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+        fn, status, text = proc.stdout.readline().rstrip("\n").split(" ", 2)
+        assert status == "0", text
+        return json.loads(text)
+
+    try:
+        for _ in range(10):
+            assert ask("plan qm")["modelDir"] == str(a)
+        assert [row["alias"] for row in ask("store")["aliases"]] == ["qm"]
+        path.write_text("[" + R("qm", str(b)) + "]")
+        _wait_until_aged([path])
+        for _ in range(3):
+            assert ask("plan qm")["drafter"]["installHasDflash"] is True
+    finally:
+        proc.stdin.close()
+        stderr = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0
+    assert stderr == "opens 2\n"
 
 
 # ---------------------------------------------------------------------------
