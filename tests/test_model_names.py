@@ -129,6 +129,11 @@ CASES = [
     # 5. otherwise the name itself
     ("unknown-name-with-a-store", {"TURBOSPARK_HOME": "S"}, [TEXT], {}, "qx", "cwd/qx"),
     ("unknown-absolute-path", {"TURBOSPARK_HOME": "S"}, [], {}, "@x/none", "x/none"),
+    # The engine's join: an absolute name replaces the root in a default path.
+    ("absolute-name-default-path", {"TURBOSPARK_HOME": "S"},
+     ["x/none.gturbo", "S/models/text/x/none.gturbo"], {}, "@x/none", "x/none.gturbo"),
+    ("name-with-a-slash-stays-under-the-root", {"TURBOSPARK_HOME": "S"},
+     ["S/models/text/x/none.gturbo"], {}, "x/none", "S/models/text/x/none.gturbo"),
 ]
 
 

@@ -204,6 +204,22 @@ def test_the_store_files_table(tmp_path, monkeypatch, case):
         assert reason in read.reason, read.reason
 
 
+def test_a_missing_absolute_directory_is_looked_up_in_the_store(tmp_path, monkeypatch):
+    """The engine's rule consults the store for ANY name that is not an
+    existing directory (ENGINE.md 8: step 1, then step 3's exact match), an
+    absolute one included: a row recorded under that absolute name counts.
+    So the store is read for it -- bounded and non-blocking, which is what
+    keeps a FIFO there harmless (test_a_store_the_engine_would_hang_on...)."""
+    (tmp_path / "x").mkdir()
+    missing = str(tmp_path / "gone" / "qm")
+    (tmp_path / "S").mkdir()
+    (tmp_path / "S" / "installed.json").write_text(
+        "[" + R(missing, str(tmp_path / "x")) + "]", "utf-8")
+    monkeypatch.setattr(model_names, "_getenv", {"TURBOSPARK_HOME": str(tmp_path / "S")}.get)
+    assert model_names.resolve_model_name(missing) == str(tmp_path / "x")
+    assert model_names.resolve_model_name(missing + "2") == missing + "2"
+
+
 NOT_UTF8 = [
     ("not-utf8", b'[{"alias": "q\xff"}]',
      "S/installed.json is not UTF-8 (invalid byte 0xff at offset 13); the engine reads it as "

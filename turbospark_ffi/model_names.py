@@ -136,7 +136,10 @@ def resolve_model_name(name: str) -> str:
         found = _recorded(root, name)
         if found is None:
             for pattern in DEFAULT_INSTALL_PATHS:
-                candidate = os.path.join(root, pattern.format(name))
+                # Joined as the engine joins it (a path join per component):
+                # an absolute name replaces the root, `a/b` and `..` stay.
+                folder, leaf = pattern.rsplit("/", 1)
+                candidate = os.path.join(root, folder, leaf.format(name))
                 if _is_dir(candidate):
                     found = candidate
                     break
