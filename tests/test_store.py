@@ -476,3 +476,79 @@ def test_eight_host_threads_read_an_install_once(flight_host, open_counter, tmp_
     assert result.returncode == 0, result.stderr
     assert result.stdout == "plan 0\n" * 8
     assert result.stderr == f"opens {opens}\n"
+
+
+# ---------------------------------------------------------------------------
+# 5. One listing for every front end: the C ABI, the CLI's --json, its text.
+
+def _c_store_json(lib) -> bytes:
+    import ctypes
+    out = ctypes.c_void_p()
+    assert lib.tsffi_store_json(ctypes.byref(out)) == 0
+    try:
+        return ctypes.string_at(out.value)
+    finally:
+        lib.tsffi_string_free(out)
+
+
+@pytest.fixture
+def short_tmp():
+    """A directory with a short path, so the report's rows fit 80 columns
+    and its text can be written out."""
+    import shutil
+    import tempfile
+    path = Path(tempfile.mkdtemp(prefix="ts", dir="/tmp"))
+    yield path
+    shutil.rmtree(path)
+
+
+def test_the_listing_is_one_answer_for_the_c_abi_and_the_cli(loaded, short_tmp, monkeypatch):
+    import sys
+    from turbospark_ffi.install_writer import record_install
+    tmp_path = short_tmp
+    root = tmp_path / "S"
+    mtp = write_install(tmp_path / "x" / "mtp", mtp=True)
+    dflash = write_install(tmp_path / "x" / "dflash", dflash=True)
+    record_install(root, "qm", mtp)
+    record_install(root, "qd", dflash)
+    record_install(root, "pictures", mtp, kind="image")  # not a text install: not listed
+    record_install(root, "gone", tmp_path / "x" / "mtp")
+    import shutil
+    shutil.copytree(mtp, tmp_path / "x" / "gone")
+    record_install(root, "gone", tmp_path / "x" / "gone")
+    shutil.rmtree(tmp_path / "x" / "gone")             # a stale row: not listed
+    monkeypatch.setenv("TURBOSPARK_HOME", str(root))
+    monkeypatch.chdir(tmp_path)
+    answer = _c_store_json(loaded.lib)
+    assert json.loads(answer) == {
+        "root": str(root), "storeFile": str(root / "installed.json"), "storeRead": True,
+        "reason": None, "aliases": [
+            {"alias": "qm", "path": str(mtp), "modelDir": str(mtp), "installHasMtpHead": True,
+             "installHasDflash": False},
+            {"alias": "qd", "path": str(dflash), "modelDir": str(dflash),
+             "installHasMtpHead": False, "installHasDflash": True}]}
+    # The checkout's package, whatever the working directory.
+    env = {**os.environ, "TURBOSPARK_HOME": str(root), "NO_COLOR": "1",
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    cli = subprocess.run([sys.executable, "-m", "turbospark_ffi", "store", "--json"], env=env,
+                         cwd=tmp_path, capture_output=True, timeout=120)
+    assert (cli.returncode, cli.stdout, cli.stderr) == (0, answer + b"\n", b"")
+    text = subprocess.run([sys.executable, "-m", "turbospark_ffi", "store"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (text.returncode, text.stderr) == (0, "")
+    assert text.stdout.splitlines() == [
+        f"store root        {root}",
+        f"installed.json    read: {root / 'installed.json'}",
+        f"qm                {mtp}",
+        "                  MTP head yes, DFlash2 drafter no",
+        f"qd                {dflash}",
+        "                  MTP head no, DFlash2 drafter yes"]
+
+
+def test_no_store_is_an_answer_with_its_reason(loaded, tmp_path, monkeypatch):
+    monkeypatch.delenv("TURBOSPARK_HOME", raising=False)
+    monkeypatch.delenv("HOME", raising=False)
+    assert json.loads(_c_store_json(loaded.lib)) == {
+        "root": None, "storeFile": None, "storeRead": False,
+        "reason": "no store: neither TURBOSPARK_HOME nor HOME is set, so a model name is only "
+                  "a path", "aliases": []}
