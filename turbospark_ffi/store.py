@@ -24,6 +24,7 @@ not remembered: a rewrite within one clock tick can keep size and mtime.
 
 from __future__ import annotations
 
+import _thread
 import os
 import time
 
@@ -116,15 +117,28 @@ def read_store(root: str) -> StoreFile:
     """`<root>/installed.json` as the engine would decode it, remembered while
     stat() says the file is unchanged. Never raises for a bad file."""
     path = os.path.join(root, "installed.json")
+    known = _remembered(path)
+    if known is not None:
+        return known
+    # One read at a time (a store is one file per process, mostly): threads
+    # racing on a first read wait for it rather than each decoding the file.
+    with _reading:
+        known = _remembered(path)
+        return known if known is not None else _read_fresh(path)
+
+
+_reading = _thread.allocate_lock()
+
+
+def _remembered(path: str) -> StoreFile | None:
+    """The answer for `path` without reading it, when stat() gives one: a
+    file that cannot be stat()ed, or one remembered under its identity."""
     try:
         info = os.stat(path)
     except (OSError, ValueError) as exc:
         return StoreFile(path, False, f"{path} cannot be read: "
                                       f"{getattr(exc, 'strerror', None) or exc}", ())
-    cached = _cache.get((path, *_identity(info)))
-    if cached is not None:
-        return cached
-    return _read_fresh(path)
+    return _cache.get((path, *_identity(info)))
 
 
 def _read_fresh(path: str) -> StoreFile:
