@@ -318,14 +318,14 @@ TSFFI_API int32_t tsffi_install_info_json(const char *TSFFI_NONNULL model_dir,
  * "storeFile": the absolute path of <root>/installed.json | null,
  * "storeRead": true when that file was read and decoded as the engine decodes
  * it, "reason": why there are no rows when storeRead is false (missing, not a
- * regular file, over 16 MiB, or failing the engine's all-or-nothing decode:
+ * regular file, over 1 MiB, or failing the engine's all-or-nothing decode:
  * the engine's own reading names no installs then) | null,
  * "aliases": [{"alias", "path" (as recorded), "modelDir" (the absolute
  * directory a plan of the alias reads), "installHasMtpHead",
  * "installHasDflash" (null when its index cannot be read)}, ...]: each alias
  * whose last text row names an existing directory, in first-appearance
  * order}. The store file is read once per identity (stat()'s device, inode,
- * size and times), never blocking, at most 16 MiB; each install as a plan
+ * size and times), never blocking, at most 1 MiB; each install as a plan
  * reads it. Caller frees with tsffi_string_free.
  * Returns TSFFI_OK (also when there is no store: "aliases" is empty and
  * "reason" says why); TSFFI_ERR_INVALID_ARGUMENT if out_json is NULL;

@@ -312,7 +312,7 @@ def host_session(host: Path, cwd: Path, env: dict, commands: list[str]) -> tuple
 
 def _oversized(path: Path) -> None:
     with open(path, "wb") as f:
-        f.truncate(store.MAX_STORE_BYTES + 1)  # sparse: no 16 MiB written
+        f.truncate(store.MAX_STORE_BYTES + 1)  # sparse: no 1 MiB written
 
 
 UNREADABLE_STORES = [
@@ -320,8 +320,8 @@ UNREADABLE_STORES = [
     ("fifo", _fifo, "S/installed.json is a FIFO, not a regular file; read as no store"),
     ("dev-zero", _dev_zero,
      "S/installed.json is a character device, not a regular file; read as no store"),
-    ("over-16-mib", _oversized,
-     "S/installed.json is 16777217 bytes; at most 16777216 bytes are read (the store's bound, "
+    ("over-1-mib", _oversized,
+     "S/installed.json is 1048577 bytes; at most 1048576 bytes are read (the store's bound, "
      "far above any real store); read as no store"),
 ]
 
