@@ -1,7 +1,7 @@
 """The store and every file the library reads (issue 32 items 1 and 6).
 
 1. The one hardened reader (regular_file.py): what it refuses, in its words.
-2. installed.json decoded as the engine decodes it (docs/ENGINE.md section 8,
+2. installed.json decoded as the engine decodes it (docs/c-api.md, "Model names",
    step 3): a table of store files, each rule with its answer written out,
    each fixture carrying a second alias that shows whether the whole file or
    only one row was dropped.
@@ -206,7 +206,7 @@ def test_the_store_files_table(tmp_path, monkeypatch, case):
 
 def test_a_missing_absolute_directory_is_looked_up_in_the_store(tmp_path, monkeypatch):
     """The engine's rule consults the store for ANY name that is not an
-    existing directory (ENGINE.md 8: step 1, then step 3's exact match), an
+    existing directory (c-api.md, "Model names": step 1, then step 3's exact match), an
     absolute one included: a row recorded under that absolute name counts.
     So the store is read for it -- bounded and non-blocking, which is what
     keeps a FIFO there harmless (test_a_store_the_engine_would_hang_on...)."""

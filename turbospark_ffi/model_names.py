@@ -27,8 +27,8 @@ import os
 
 from .errors import InvalidArgument
 
-__all__ = ["absolute_path", "check_model_dir", "resolve_model_name", "resolve_model_dir", "store_root",
-           "use_getenv", "INSTALLED_JSON", "DEFAULT_INSTALL_PATHS"]
+__all__ = ["absolute_path", "check_model_dir", "resolve_model_name", "resolve_model_dir",
+           "store_root", "use_getenv", "INSTALLED_JSON", "DEFAULT_INSTALL_PATHS"]
 
 INSTALLED_JSON = "installed.json"
 # Relative to the store root, `{}` the name: the engine's default install

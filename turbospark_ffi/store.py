@@ -1,7 +1,7 @@
 """The store's `installed.json`: read bounded, decoded as the engine decodes
 it, remembered while the file is unchanged.
 
-The engine (docs/ENGINE.md section 8, step 3) reads `<root>/installed.json`
+The engine (docs/c-api.md, "Model names", step 3) reads `<root>/installed.json`
 whole and decodes it in ONE typed pass into a list of rows, all or nothing:
 a file that is missing, not UTF-8, not JSON, not an array, or has any row
 that fails to decode is an EMPTY list, never an error. Then, at each
@@ -13,8 +13,9 @@ Where the engine itself would hang or exhaust memory, we answer "no store"
 with a reason instead (`StoreFile.reason`, shown by tsffi_store_json): a
 FIFO or a device there (regular_file.py), or a file over MAX_STORE_BYTES.
 
-Decoding a large store costs seconds (a 113 MB one: 2-3 s and 584 MB), so
-the decoded rows are remembered per file IDENTITY -- what stat() says:
+The typed decode costs ~0.6 s per MiB (MAX_STORE_BYTES says how that bounds
+it), and a GUI resolves an alias on every change of a control, so the
+decoded rows are remembered per file IDENTITY -- what stat() says:
 device, inode, size, mtime_ns, ctime_ns -- and an unchanged file is one
 stat() per resolution. The directory check of a row is made at each
 resolution (a directory may appear or vanish without the file changing).
