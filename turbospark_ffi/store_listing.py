@@ -12,15 +12,28 @@ from __future__ import annotations
 
 from ._value import Value
 
-__all__ = ["StoreListing", "store_listing", "store_listing_to_dict", "store_json",
+__all__ = ["StoreAlias", "StoreListing", "store_listing", "store_listing_to_dict", "store_json",
            "NO_ROOT_REASON"]
+
+
+class StoreAlias(Value):
+    """One alias that counts: `path` as recorded, `model_dir` the absolute
+    directory a plan of it reads, and what that install's index says of the
+    two drafters (None: it cannot be read)."""
+
+    __slots__ = ("alias", "path", "model_dir", "has_mtp_head", "has_dflash")
+
+    def __init__(self, alias: str, path: str, model_dir: str, has_mtp_head: bool | None,
+                 has_dflash: bool | None) -> None:
+        self._init(alias=alias, path=path, model_dir=model_dir, has_mtp_head=has_mtp_head,
+                   has_dflash=has_dflash)
 
 
 class StoreListing(Value):
     """`root` is the store root (None: neither TURBOSPARK_HOME nor HOME is
     set); `store_file` the absolute path of its installed.json; `read` and
-    `reason` as store.StoreFile's; `aliases` a tuple of dicts, one per alias
-    that counts, in the order the aliases first appear."""
+    `reason` as store.StoreFile's; `aliases` a tuple of StoreAlias, one per
+    alias that counts, in the order the aliases first appear."""
 
     __slots__ = ("root", "store_file", "read", "reason", "aliases")
 
@@ -48,19 +61,23 @@ def store_listing() -> StoreListing:
     return StoreListing(root, absolute_path(store.path), store.read, store.reason, aliases)
 
 
-def _alias_row(alias: str, path: str, model_dir: str) -> dict:
+def _alias_row(alias: str, path: str, model_dir: str) -> StoreAlias:
     from .install import snapshot
     from .resident_index import install_has_dflash, install_has_mtp_head
     index = snapshot(model_dir).index
-    return {"alias": alias, "path": path, "modelDir": model_dir,
-            "installHasMtpHead": None if index is None else install_has_mtp_head(index),
-            "installHasDflash": None if index is None else install_has_dflash(index)}
+    if index is None:
+        return StoreAlias(alias, path, model_dir, None, None)
+    return StoreAlias(alias, path, model_dir, install_has_mtp_head(index),
+                      install_has_dflash(index))
 
 
 def store_listing_to_dict(listing: StoreListing) -> dict:
     """The `tsffi_store_json` object."""
     return {"root": listing.root, "storeFile": listing.store_file, "storeRead": listing.read,
-            "reason": listing.reason, "aliases": list(listing.aliases)}
+            "reason": listing.reason, "aliases": [
+                {"alias": a.alias, "path": a.path, "modelDir": a.model_dir,
+                 "installHasMtpHead": a.has_mtp_head, "installHasDflash": a.has_dflash}
+                for a in listing.aliases]}
 
 
 def store_json() -> bytes:
