@@ -179,7 +179,7 @@ def snapshot(model_dir: str) -> InstallSnapshot:
     Cost: a cached install is one key (two stat() calls); a first read holds
     at most one copy of the index's entry table and names per install at a
     time, whatever the number of threads: concurrent first reads of one
-    install wait for one read (single flight, `_flight`) and share it."""
+    install wait for one read (single flight: `_board`) and share it."""
     key = _keys(model_dir)
     cached = _cache.get(model_dir)
     if cached is not None and cached.trusted and cached.key == key:
