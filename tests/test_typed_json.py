@@ -450,3 +450,34 @@ def test_compact_writes_a_deep_value_without_recursing():
     finally:
         sys.setrecursionlimit(limit)
     assert text.startswith("[[[[") and text.endswith(',{"a":null}]') and len(text) == 1_300_002
+
+
+def test_decode_and_decode_precise_agree_on_mutated_texts():
+    """The fast path only ever answers what the precise path would: 3,000
+    seeded mutations of the table's accepted texts (a raw lone surrogate, NUL
+    and U+2028 among the inserted characters), under three roots, with a
+    captured key, give one answer or one refusal text through both."""
+    import random
+    _, rows = oracle_rows()
+    seeds = [r["text"] for r in rows if r["ok"] and len(r["text"]) < 300]
+    rng = random.Random(7)
+    alphabet = list('{}[]:,"\\ \n0123456789.-eEnultrfas') + ["é", "\ud800", "\x00", "\u2028"]
+
+    def outcome(decoder, text, root, capture):
+        try:
+            return "ok", repr(decoder(text, root, capture))
+        except TypedJsonError as exc:
+            return "refused", exc.text
+
+    differ = []
+    for _ in range(3000):
+        text = rng.choice(seeds)
+        for _ in range(rng.randint(0, 2)):
+            at = rng.randint(0, len(text))
+            text = text[:at] + rng.choice(alphabet) + text[at + rng.randint(0, 1):]
+        for root, capture in ((OPEN_OPTIONS, frozenset({"tsffi", "x"})), (ANY, frozenset()),
+                              (STRICT, frozenset())):
+            fast = outcome(decode, text, root, capture)
+            if fast != outcome(decode_precise, text, root, capture):
+                differ.append((text, fast))
+    assert differ == []

@@ -52,6 +52,9 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f",
                    "n": "\n", "r": "\r", "t": "\t"}
 
+# serde_json's ErrorCode texts. Its "invalid unicode code point" is not
+# among them: from_str reads a &str, whose bytes are UTF-8 already, and a
+# \u escape pair always makes a valid character.
 EOF_VALUE = "EOF while parsing a value"
 EOF_LIST = "EOF while parsing a list"
 EOF_OBJECT = "EOF while parsing an object"
