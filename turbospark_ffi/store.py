@@ -13,8 +13,8 @@ Where the engine itself would hang or exhaust memory, we answer "no store"
 with a reason instead (`StoreFile.reason`, shown by tsffi_store_json): a
 FIFO or a device there (regular_file.py), or a file over MAX_STORE_BYTES.
 
-The typed decode costs up to ~0.6 s per MiB (MAX_STORE_BYTES says how that
-bounds it), and a GUI resolves an alias on every change of a control, so the
+The typed decode costs ~0.3 s per MiB (MAX_STORE_BYTES says how that bounds
+it), and a GUI resolves an alias on every change of a control, so the
 decoded rows are remembered per file IDENTITY -- what stat() says:
 device, inode, size, mtime_ns, ctime_ns -- and an unchanged file is one
 stat() per resolution. The directory check of a row is made at each
@@ -37,10 +37,9 @@ __all__ = ["MAX_STORE_BYTES", "RACY_WINDOW_NS", "StoreFile", "StoreRow", "read_s
 # Far above any real store, and what bounds the one decode per identity: a
 # row as the installer writes it is ~350 bytes, so 1 MiB holds ~3,000
 # installs where a real store has tens (~10 KB). The engine's typed decode
-# (typed_json) costs 0.15-0.6 s per MiB here, its fast path or its exact one
-# (measured on 4,000 such rows, 1.36 MiB: 0.20 s and 0.83 s; 16 MiB: 1.9 s at
-# best), so the bound keeps the first alias call on any store well under a
-# second. What lies past it is not a store a user made.
+# (typed_json's exact path) costs ~0.3 s per MiB here (measured: 0.40 s for
+# 4,000 such rows, 1.36 MiB), so the bound keeps the first alias call on any
+# store well under a second. What lies past it is not a store a user made.
 MAX_STORE_BYTES = 1 << 20
 RACY_WINDOW_NS = 100_000_000  # as install.RACY_WINDOW_NS (a layer above: not imported)
 _MAX_CACHED = 8
@@ -99,9 +98,14 @@ def _decoded(path: str, data: bytes) -> StoreFile:
         return StoreFile(path, False, f"{path} is not UTF-8 (invalid byte "
                                       f"0x{data[exc.start]:02x} at offset {exc.start}); the "
                                       "engine reads it as no installs", ())
-    from .typed_json import TypedJsonError, decode
+    # decode_precise, serde_json's algorithm step by step: `decode`'s fast
+    # path goes through json's C scanner, whose refusals come back as
+    # SystemError unless the json package was imported (it is not, inside
+    # the library). A store is at most MAX_STORE_BYTES, decoded once per
+    # identity, so the exact path's cost is the bound's to keep small.
+    from .typed_json import TypedJsonError, decode_precise
     try:
-        values = decode(text, _store_type())
+        values = decode_precise(text, _store_type())
     except TypedJsonError as exc:
         return StoreFile(path, False, f"{path} does not decode as the engine's list of "
                                       f"installs ({exc.text}); the engine reads it as no "
