@@ -64,6 +64,7 @@ INTERNAL_CDEF = """
 #define TSFFI__FN_SPECULATION_PLAN 4
 #define TSFFI__FN_INSTALL_INFO 5
 #define TSFFI__FN_SPECULATION_CHOICES 6
+#define TSFFI__FN_STORE 7
 static void tsffi_set_error(const char *msg, size_t n);
 static int32_t tsffi_emit(char **out, const char *data, size_t n);
 static const char *tsffi_getenv(const char *name);

@@ -147,7 +147,10 @@ extern "C" {
  * top level they are ignored keys); a near-miss key is a warning, not a
  * refusal; the plan gains "warnings"; a choices table holds "ignoredKeys",
  * "warnings" and "modelDir" once, not in each item's plan. The migration:
- * docs/CHANGELOG.md. */
+ * docs/CHANGELOG.md. Also in ABI 3: tsffi_store_json is new (the store's
+ * aliases with their drafter badges), and installed.json is decoded as the
+ * engine decodes it (all or nothing; a later row of an alias wins; an empty
+ * TURBOSPARK_HOME is the current directory). */
 #define TSFFI_ABI_VERSION 3u
 
 /* Status codes. Stable: never renumbered; new codes are only appended. Where
@@ -381,6 +384,27 @@ TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_install_info_json(const char *TSFFI_NONNULL model_dir,
                                           char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+
+/* List the store as a model picker shows it: each installed alias a model_dir
+ * may name (MODEL NAMES above), with the badges of its install. *out_json:
+ * {"root": the store root as the environment gives it ("" is the current
+ * directory) | null (neither TURBOSPARK_HOME nor HOME is set),
+ * "storeFile": the absolute path of <root>/installed.json | null,
+ * "storeRead": true when that file was read and decoded as the engine decodes
+ * it, "reason": why there are no rows when storeRead is false (missing, not a
+ * regular file, over 1 MiB, or failing the engine's all-or-nothing decode:
+ * the engine's own reading names no installs then) | null,
+ * "aliases": [{"alias", "path" (as recorded), "modelDir" (the absolute
+ * directory a plan of the alias reads), "installHasMtpHead",
+ * "installHasDflash" (null when its index cannot be read)}, ...]: each alias
+ * whose last text row names an existing directory, in first-appearance
+ * order}. The store file is read once per identity (stat()'s device, inode,
+ * size and times), never blocking, at most 1 MiB; each install as a plan
+ * reads it. Caller frees with tsffi_string_free.
+ * Returns TSFFI_OK (also when there is no store: "aliases" is empty and
+ * "reason" says why); TSFFI_ERR_INVALID_ARGUMENT if out_json is NULL;
+ * TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
+TSFFI_API int32_t tsffi_store_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 #if defined(__clang__)
 #pragma clang diagnostic pop

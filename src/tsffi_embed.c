@@ -42,6 +42,7 @@
 #define TSFFI__FN_SPECULATION_PLAN    4
 #define TSFFI__FN_INSTALL_INFO        5
 #define TSFFI__FN_SPECULATION_CHOICES 6
+#define TSFFI__FN_STORE               7
 
 /* extern "Python" functions, defined by cffi from the cdef; forward. */
 static int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, char **out);
@@ -1410,4 +1411,8 @@ TSFFI_API int32_t tsffi_speculation_choices(const char *model_dir, const char *o
 TSFFI_API int32_t tsffi_install_info_json(const char *model_dir, char **out_json) {
     return tsffi_entry(TSFFI__FN_INSTALL_INFO, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
                        "", out_json);
+}
+
+TSFFI_API int32_t tsffi_store_json(char **out_json) {
+    return tsffi_entry(TSFFI__FN_STORE, NULL, NULL, NULL, "", "", out_json);
 }

@@ -181,6 +181,7 @@ def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tsffi_resolve_speculation.restype = c.c_int32
     lib.tsffi_install_info_json.argtypes = [c.c_char_p, OUT]
     lib.tsffi_install_info_json.restype = c.c_int32
+    lib.tsffi_store_json.argtypes, lib.tsffi_store_json.restype = [OUT], c.c_int32
     return lib
 
 

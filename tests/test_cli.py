@@ -1104,9 +1104,11 @@ def store(tmp_path_factory) -> Path:
     for alias, flags in (("qm", ["--mtp"]), ("qd", ["--dflash"])):
         r = run("make-install", "--store", root / "store", "--alias", alias, *flags)
         assert r.returncode == 0, r.stderr
-    (root / "home" / ".turbospark").mkdir(parents=True)
-    (root / "home" / ".turbospark" / "installed.json").write_text(json.dumps([
-        {"alias": "qm", "path": str(root / "store" / "models" / "text" / "qd.gturbo")}]))
+    # A complete row, as the installer writes it (the engine's decode is all
+    # or nothing: a row holding only alias and path would empty the store).
+    from turbospark_ffi.install_writer import record_install
+    record_install(root / "home" / ".turbospark", "qm",
+                   root / "store" / "models" / "text" / "qd.gturbo")
     return root
 
 

@@ -545,8 +545,11 @@ def test_an_installed_alias_shows_its_folders_answers(open_window, display, load
                          env=gui_env(display, TURBOSPARK_HOME=str(store)))
     assert window.wait_for("store")["installed"] == ["qwen-gui", "mtp-sample"]
     assert window.rows("installed", "qwen-gui") == [
-        {"label": "qwen-gui", "sensitive": True, "tooltip": folder},
-        {"label": "mtp-sample", "sensitive": True, "tooltip": str(SAMPLES / "mtp")}]
+        # The library's listing (tsffi_store_json): the directory and the
+        # install's drafters as badges; the image row is not offered.
+        {"label": "qwen-gui", "sensitive": True, "tooltip": f"{folder}\ncarries neither drafter"},
+        {"label": "mtp-sample", "sensitive": True,
+         "tooltip": f"{SAMPLES / 'mtp'}\ncarries the MTP head"}]
     event = window.settle()
     assert (event["model"], event["watching"]) == ("qwen-gui", folder)
     problems = []

@@ -6,14 +6,15 @@ lower layer or its own, and the imports form no cycle. A new module fails
 here until it is given a layer.
 
     0  errors, _value, engine_texts values and errors; the engine's own words
-    1  jsontext, typed_json, rust_text
+    1  jsontext, typed_json, rust_text, regular_file
                                     JSON text in and out, no shapes; JSON
                                     text decoded into a declared type as
                                     serde_json decodes it; Rust's texts of
-                                    values
-    2  resident_index, expert_layout, model_names
+                                    values; the one bounded, non-blocking
+                                    open of a file the library reads
+    2  resident_index, expert_layout, model_names, store
                                     the install's files: the reader, the
-                                    layout, model names
+                                    layout, model names, the store's rows
     3  policy                       the seed's types and three decisions
     4  options, blockers            option keys to the policy's typed requests;
                                     the engine's blocker previewed
@@ -21,6 +22,7 @@ here until it is given a layer.
                                     blocker preview, remembered while stat()
                                     says the files are unchanged)
     6  plan                         the seed's flow end to end; the choices table
+       store_listing                the store as tsffi_store_json lists it
     7  wire                         every JSON shape of the C ABI
     8  _abi, _boot, cli.*, bundle.*, install_writer, native, __main__
                                     the glue: C, the command line, bundles,
@@ -38,18 +40,18 @@ PACKAGE = Path(__file__).resolve().parent.parent / "turbospark_ffi"
 
 LAYERS = {
     "errors": 0, "_value": 0, "engine_texts": 0,
-    "jsontext": 1, "typed_json": 1, "rust_text": 1,
-    "resident_index": 2, "expert_layout": 2, "model_names": 2,
+    "jsontext": 1, "typed_json": 1, "rust_text": 1, "regular_file": 1,
+    "resident_index": 2, "expert_layout": 2, "model_names": 2, "store": 2,
     "policy": 3,
     "options": 4, "blockers": 4,
     "install": 5,
-    "plan": 6,
+    "plan": 6, "store_listing": 6,
     "wire": 7,
     "_abi": 8, "_boot": 8, "cli": 8, "install_writer": 8, "native": 8, "__main__": 8,
     "bundle": 8, "bundle.common": 8, "bundle.elf": 8, "bundle.macho": 8, "bundle.macos": 8,
     "bundle.probe": 8, "bundle.runtime": 8, "bundle.write": 8,
     "cli.common": 8, "cli.report": 8, "cli.parser": 8, "cli.config": 8, "cli.inspect": 8,
-    "cli.decisions": 8, "cli.make_install": 8, "cli.bundle": 8,
+    "cli.decisions": 8, "cli.make_install": 8, "cli.bundle": 8, "cli.store": 8,
 }
 
 

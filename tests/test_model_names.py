@@ -52,10 +52,16 @@ CASES = [
      "H/.turbospark/models/text/qm.gturbo"),
     ("turbospark-home-beats-home", {"TURBOSPARK_HOME": "S", "HOME": "H"},
      [TEXT, "H/.turbospark/models/text/qm.gturbo"], {}, "qm", TEXT),
-    ("empty-turbospark-home-is-unset", {"TURBOSPARK_HOME": "", "HOME": "H"},
-     [TEXT, "H/.turbospark/models/text/qm.gturbo"], {}, "qm",
-     "H/.turbospark/models/text/qm.gturbo"),
-    ("empty-home-is-unset", {"TURBOSPARK_HOME": "", "HOME": ""}, [TEXT], {}, "qm", "cwd/qm"),
+    # Set but empty counts as set (the engine's rule): an empty
+    # $TURBOSPARK_HOME is the current directory, never a fall-back to $HOME.
+    ("empty-turbospark-home-is-the-cwd", {"TURBOSPARK_HOME": "", "HOME": "H"},
+     [TEXT, "H/.turbospark/models/text/qm.gturbo", "cwd/models/text/qm.gturbo"], {}, "qm",
+     "cwd/models/text/qm.gturbo"),
+    ("empty-turbospark-home-reads-the-cwds-store", {"TURBOSPARK_HOME": ""}, ["x/a"],
+     {"cwd/installed.json": [_row("qm", "x/a")]}, "qm", "x/a"),
+    ("empty-home-is-dot-turbospark-in-the-cwd", {"HOME": ""},
+     ["cwd/.turbospark/models/text/qm.gturbo"], {}, "qm",
+     "cwd/.turbospark/models/text/qm.gturbo"),
     # 3. installed.json: text rows whose path is an existing directory
     ("row", {"TURBOSPARK_HOME": "S"}, ["x/a"], {"S/installed.json": [_row("qm", "x/a")]},
      "qm", "x/a"),
@@ -63,8 +69,9 @@ CASES = [
      {"S/installed.json": [_row("qm", "x/a")]}, "qm", "x/a"),
     ("row-modality-text", {"TURBOSPARK_HOME": "S"}, ["x/a"],
      {"S/installed.json": [_row("qm", "x/a", modality="text")]}, "qm", "x/a"),
-    ("row-modality-null-is-text", {"TURBOSPARK_HOME": "S"}, ["x/a"],
-     {"S/installed.json": [_row("qm", "x/a", modality=None)]}, "qm", "x/a"),
+    # modality null fails the engine's typed decode: the whole file is no rows.
+    ("row-modality-null-empties-the-store", {"TURBOSPARK_HOME": "S"}, ["x/a", TEXT],
+     {"S/installed.json": [_row("qm", "x/a", modality=None)]}, "qm", TEXT),
     ("row-kind-text", {"TURBOSPARK_HOME": "S"}, ["x/a"],
      {"S/installed.json": [_row("qm", "x/a", kind="text")]}, "qm", "x/a"),
     ("image-row-ignored", {"TURBOSPARK_HOME": "S"}, ["x/a", TEXT],
@@ -82,8 +89,10 @@ CASES = [
      {"S/installed.json": [_row("qm", "x/gone")]}, "qm", TEXT),
     ("row-path-is-a-file", {"TURBOSPARK_HOME": "S"}, [TEXT],
      {"S/installed.json": [_row("qm", "x/file")], "x/file": "not a directory"}, "qm", TEXT),
-    ("first-valid-row-wins", {"TURBOSPARK_HOME": "S"}, ["x/a", "x/b"],
-     {"S/installed.json": [_row("qm", "x/a"), _row("qm", "x/b")]}, "qm", "x/a"),
+    ("last-counting-row-wins", {"TURBOSPARK_HOME": "S"}, ["x/a", "x/b"],
+     {"S/installed.json": [_row("qm", "x/a"), _row("qm", "x/b")]}, "qm", "x/b"),
+    ("valid-row-then-stale-row", {"TURBOSPARK_HOME": "S"}, ["x/a"],
+     {"S/installed.json": [_row("qm", "x/a"), _row("qm", "x/gone")]}, "qm", "x/a"),
     ("other-alias-row-ignored", {"TURBOSPARK_HOME": "S"}, ["x/a"],
      {"S/installed.json": [_row("qx", "x/a")]}, "qm", "cwd/qm"),
     ("alias-is-case-sensitive", {"TURBOSPARK_HOME": "S"}, ["x/a"],
@@ -120,6 +129,11 @@ CASES = [
     # 5. otherwise the name itself
     ("unknown-name-with-a-store", {"TURBOSPARK_HOME": "S"}, [TEXT], {}, "qx", "cwd/qx"),
     ("unknown-absolute-path", {"TURBOSPARK_HOME": "S"}, [], {}, "@x/none", "x/none"),
+    # The engine's join: an absolute name replaces the root in a default path.
+    ("absolute-name-default-path", {"TURBOSPARK_HOME": "S"},
+     ["x/none.gturbo", "S/models/text/x/none.gturbo"], {}, "@x/none", "x/none.gturbo"),
+    ("name-with-a-slash-stays-under-the-root", {"TURBOSPARK_HOME": "S"},
+     ["S/models/text/x/none.gturbo"], {}, "x/none", "S/models/text/x/none.gturbo"),
 ]
 
 

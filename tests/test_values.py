@@ -26,6 +26,8 @@ from turbospark_ffi.policy import (DflashDraftPolicy, DraftPolicies, DrafterChoi
                                    MtpDraftPolicy, Speculation, SpeculationDisabled,
                                    SpeculationEnabled, SpeculativeDrafter)
 from turbospark_ffi.resident_index import IndexEntry
+from turbospark_ffi.store import StoreFile, StoreRow
+from turbospark_ffi.store_listing import StoreAlias, StoreListing
 
 M, F, S, D = MtpDraftPolicy, DflashDraftPolicy, Speculation, SpeculativeDrafter
 CHOICE = DrafterChoice(D.MTP, True, False)
@@ -90,6 +92,25 @@ DISTINCT = {
     ExpertLayout: [ExpertLayout(False, 0, 0), ExpertLayout(True, 0, 0),
                    ExpertLayout(True, 8, 0), ExpertLayout(True, 8, 4),
                    ExpertLayout(True, 256, 40)],
+    StoreRow: [StoreRow("qm", "/a", None, "text"), StoreRow("qx", "/a", None, "text"),
+               StoreRow("qm", "/b", None, "text"), StoreRow("qm", "/a", "image", "text"),
+               StoreRow("qm", "/a", None, "audio")],
+    StoreFile: [StoreFile("/s", True, None, ()), StoreFile("/t", True, None, ()),
+                StoreFile("/s", False, None, ()), StoreFile("/s", True, "why", ()),
+                StoreFile("/s", True, None, (StoreRow("qm", "/a", None, "text"),))],
+    StoreAlias: [StoreAlias("qm", "/a", "/a", True, False),
+                 StoreAlias("qx", "/a", "/a", True, False),
+                 StoreAlias("qm", "b", "/a", True, False),
+                 StoreAlias("qm", "/a", "/b", True, False),
+                 StoreAlias("qm", "/a", "/a", None, False),
+                 StoreAlias("qm", "/a", "/a", True, None)],
+    StoreListing: [StoreListing("/s", "/s/i", True, None, ()),
+                   StoreListing(None, "/s/i", True, None, ()),
+                   StoreListing("/s", "/t/i", True, None, ()),
+                   StoreListing("/s", "/s/i", False, None, ()),
+                   StoreListing("/s", "/s/i", True, "why", ()),
+                   StoreListing("/s", "/s/i", True, None,
+                                (StoreAlias("qm", "/a", "/a", True, False),))],
     IndexEntry: [_entry(), _entry(name="dflash.fc.weight"), _entry(dtype=1),
                  _entry(file_offset=16448), _entry(size_bytes=128),
                  _entry(shape=(8, 4, 0, 0)), _entry(scale_offset=16384, scale_size=4),

@@ -28,7 +28,7 @@ _EXPORTS = {
     "install_has_mtp_head": "resident_index", "install_has_dflash": "resident_index",
     "Options": "options", "parse_options": "options",
     "PlanResult": "plan", "speculation_plan": "plan", "install_info": "wire",
-    "speculation_choices": "wire",
+    "speculation_choices": "wire", "store_listing": "store_listing",
     "preview_blocker": "blockers", "write_install": "install_writer",
 }
 

@@ -40,6 +40,7 @@ def bind(ffi, lib) -> None:
         lib.TSFFI__FN_SPECULATION_PLAN: _speculation_plan,
         lib.TSFFI__FN_INSTALL_INFO: _install_info,
         lib.TSFFI__FN_SPECULATION_CHOICES: _speculation_choices,
+        lib.TSFFI__FN_STORE: _store,
     })
     # Every call but build info reads an index, so this import is paid
     # anyway; with it the reader's check 7 runs in C (tsffi_index_scan.c).
@@ -216,6 +217,13 @@ def _resolve_speculation(options: bytes, unused: bytes) -> bytes:
     blocker = None if opts.engine_blocker is ABSENT else opts.engine_blocker
     plan = resolve_speculation(opts.speculation, drafter, blocker, opts.deterministic)
     return speculation_text(plan, drafter).encode("ascii")
+
+
+def _store(unused_a: bytes, unused_b: bytes) -> bytes:
+    # Never offered to the C warm path: the store's answer depends on the
+    # environment, the working directory and every listed directory.
+    from .store_listing import store_json
+    return store_json()
 
 
 def _build_info(unused_a: bytes, unused_b: bytes) -> bytes:

@@ -59,22 +59,17 @@ NO_LAYOUT = ExpertLayout(False, 0, 0)
 
 
 def load_expert_layout(model_dir: str) -> ExpertLayout:
-    path = os.path.join(model_dir, LAYOUT_PATH)
+    # regular_file: non-blocking, a regular file only, at most the engine's
+    # own 64 MiB (a larger layout is one the engine's open refuses).
+    from .regular_file import NotReadable, open_regular
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return NO_LAYOUT
-    except (OSError, ValueError) as exc:
-        raise ExpertLayoutError(f"{LAYOUT_PATH} cannot be opened: "
-                                f"{getattr(exc, 'strerror', None) or exc}") from None
+        fd, info = open_regular(os.path.join(model_dir, LAYOUT_PATH), MAX_LAYOUT_BYTES)
+    except NotReadable as exc:
+        import errno
+        if exc.check == "open" and exc.errno == errno.ENOENT:
+            return NO_LAYOUT  # a dense install has no layout
+        raise _refusal(exc) from None
     try:
-        import stat
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ExpertLayoutError(f"{LAYOUT_PATH} is not a regular file")
-        if info.st_size > MAX_LAYOUT_BYTES:
-            raise ExpertLayoutError(f"{LAYOUT_PATH} is {info.st_size} bytes; the engine "
-                                    f"refuses a layout over {MAX_LAYOUT_BYTES} bytes (64 MiB)")
         data = os.pread(fd, _HEAD_BYTES, 0)
         fields = _head_members(data)
         if fields is None and len(data) < info.st_size:
@@ -91,6 +86,18 @@ def load_expert_layout(model_dir: str) -> ExpertLayout:
     return ExpertLayout(True, _count(fields, "expertsPerLayer"), _count(fields, "numLayers"))
 
 
+def _refusal(exc) -> Exception:
+    """The layout's words for a file regular_file would not read."""
+    if exc.check == "open":
+        return ExpertLayoutError(f"{LAYOUT_PATH} cannot be opened: {exc.text}")
+    if exc.check == "not_regular_file":
+        return ExpertLayoutError(f"{LAYOUT_PATH} is not a regular file")
+    if exc.check == "too_large":
+        return ExpertLayoutError(f"{LAYOUT_PATH} is {exc.size} bytes; the engine refuses a layout "
+                                 f"over {MAX_LAYOUT_BYTES} bytes (64 MiB)")
+    return ExpertLayoutError(f"{LAYOUT_PATH} cannot be read: {exc.text}")
+
+
 def _count(fields: dict, key: str) -> int:
     if key not in fields:
         raise ExpertLayoutError(f"{LAYOUT_PATH} has no top-level {key!r}")
@@ -101,15 +108,9 @@ def _count(fields: dict, key: str) -> int:
 
 
 def _read_all(fd: int, size: int) -> bytes:
-    chunks = []
-    got = 0
-    while got < size:
-        chunk = os.pread(fd, size - got, got)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+    """The whole file (rule 2's read), through regular_file's one reader."""
+    from .regular_file import read_all
+    return read_all(fd, size)
 
 
 def _decode(data: bytes) -> str:

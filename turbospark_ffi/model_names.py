@@ -6,9 +6,9 @@ directory OR an installed alias" and turn it into a directory by one rule,
 stated once in docs/c-api.md ("Model names"; docs/ENGINE.md section 8 says
 where the engine applies it). Two of its choices, and why: an existing
 DIRECTORY wins whatever its name (a path that silently resolved to an alias
-would run a different model than the one named), and an empty
-`$TURBOSPARK_HOME` counts as unset (an empty root would make the working
-directory a store by accident).
+would run a different model than the one named), and a variable set but
+empty counts as set (an empty `$TURBOSPARK_HOME` makes the working directory
+the store, as it does for the engine).
 
 The answer is an absolute path, so a result can say which directory it read.
 An absolute name that is a directory comes back exactly as given (no
@@ -27,8 +27,8 @@ import os
 
 from .errors import InvalidArgument
 
-__all__ = ["check_model_dir", "resolve_model_name", "resolve_model_dir", "store_root",
-           "use_getenv", "INSTALLED_JSON", "DEFAULT_INSTALL_PATHS"]
+__all__ = ["absolute_path", "check_model_dir", "resolve_model_name", "resolve_model_dir",
+           "store_root", "use_getenv", "INSTALLED_JSON", "DEFAULT_INSTALL_PATHS"]
 
 INSTALLED_JSON = "installed.json"
 # Relative to the store root, `{}` the name: the engine's default install
@@ -91,6 +91,13 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)  # False on any error, as the engine's is_dir()
 
 
+def absolute_path(path: str) -> str:
+    """`path` made absolute against the working directory as resolution makes
+    it (an absolute path as given; `./` prefixes dropped; kept as given when
+    the working directory is gone)."""
+    return _absolute(path)
+
+
 def _absolute(path: str) -> str:
     if path.startswith("/"):
         return path
@@ -106,12 +113,15 @@ def _absolute(path: str) -> str:
 
 
 def store_root() -> str | None:
-    """`$TURBOSPARK_HOME`, else `$HOME/.turbospark`, as they are now."""
+    """`$TURBOSPARK_HOME`, else `$HOME/.turbospark`, as they are now; None
+    when neither is set. Set but empty counts as set, as for the engine: an
+    empty `$TURBOSPARK_HOME` is the current directory (`""`), an empty `$HOME`
+    makes the root `.turbospark` there."""
     home = _getenv("TURBOSPARK_HOME")
-    if home:
+    if home is not None:
         return home
     home = _getenv("HOME")
-    if home:
+    if home is not None:
         return os.path.join(home, ".turbospark")
     return None
 
@@ -126,7 +136,10 @@ def resolve_model_name(name: str) -> str:
         found = _recorded(root, name)
         if found is None:
             for pattern in DEFAULT_INSTALL_PATHS:
-                candidate = os.path.join(root, pattern.format(name))
+                # Joined as the engine joins it (a path join per component):
+                # an absolute name replaces the root, `a/b` and `..` stay.
+                folder, leaf = pattern.rsplit("/", 1)
+                candidate = os.path.join(root, folder, leaf.format(name))
                 if _is_dir(candidate):
                     found = candidate
                     break
@@ -136,46 +149,7 @@ def resolve_model_name(name: str) -> str:
 
 
 def _recorded(root: str, name: str) -> str | None:
-    """The path of the first text row of `<root>/installed.json` recorded
-    under `name` whose path is an existing directory."""
-    rows = _installed_rows(os.path.join(root, INSTALLED_JSON))
-    for row in rows:
-        if row["alias"] != name:
-            continue
-        if row.get("kind") == "image" or row.get("modality", "text") not in ("text", None):
-            continue
-        if _is_dir(row["path"]):
-            return row["path"]
-    return None
-
-
-def _installed_rows(path: str) -> list:
-    """The rows of installed.json; [] for a missing or unparsable file.
-
-    Unparsable includes a file that is not a JSON array of objects each with
-    a string `alias` and `path` (and `kind` / `modality` strings or null when
-    present): the engine reads the file as one typed list, so a malformed row
-    makes the whole file unreadable, not just that row."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except (OSError, ValueError):
-        return []
-    try:
-        from .jsontext import parse_json_document
-        rows = parse_json_document(data.decode("utf-8"), INSTALLED_JSON)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return []
-    if not isinstance(rows, list):
-        return []
-    for row in rows:
-        if not isinstance(row, dict):
-            return []
-        if not isinstance(row.get("alias"), str) or not isinstance(row.get("path"), str):
-            return []
-        for key in ("kind", "modality"):
-            if not isinstance(row.get(key), (str, type(None))):
-                return []
-        if "\x00" in row["path"]:
-            return []
-    return rows
+    """The path `<root>/installed.json` records for `name` (store.py: read
+    bounded, decoded as the engine decodes it, remembered while unchanged)."""
+    from .store import recorded_path
+    return recorded_path(root, name)

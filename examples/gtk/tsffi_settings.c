@@ -27,7 +27,7 @@
  *     same worker, never with free() or g_free() (compute_choices).
  *
  * And two things a settings window wants: the model store's recorded names
- * offered beside the folder picker (read_store), and the folder the library
+ * offered beside the folder picker (read_store, which asks the library), and the folder the library
  * actually read watched for changes (watch_folder).
  *
  * Build (GTK >= 4.8, json-glib, gio-unix):
@@ -93,6 +93,7 @@ typedef struct {
     void (*string_free)(char *s);
     int32_t (*speculation_choices)(const char *model_dir, const char *options_json,
                                    char **out_json);
+    int32_t (*store_json)(char **out_json);
 } Tsffi;
 
 /* Every library call site starts with this. The main thread owns the default
@@ -214,6 +215,7 @@ static Loaded *load_library(const char *explicit_path) {
     RESOLVE(lib, last_error, tsffi_last_error);
     RESOLVE(lib, string_free, tsffi_string_free);
     RESOLVE(lib, speculation_choices, tsffi_speculation_choices);
+    RESOLVE(lib, store_json, tsffi_store_json);
     if (lib->abi_version() != TSFFI_ABI_VERSION) {
         loaded->error = g_strdup_printf("%s speaks ABI %u; this app was built for ABI %u",
                                         loaded->path, lib->abi_version(), TSFFI_ABI_VERSION);
@@ -491,105 +493,101 @@ static void choices_worker(GTask *task, gpointer source, gpointer data,
 
 /* ------------------------------------------------------------------------ */
 /* The model store: the aliases the engine's installer recorded, offered by
- * the model chooser. The library resolves an alias itself at each call, so
- * the window only needs the names; it reads them here with json-glib rather
- * than asking the library, the way any host can.
- *
- * The store root is $TURBOSPARK_HOME, else $HOME/.turbospark (an empty value
- * counts as unset), and <root>/installed.json is a JSON array of rows. A name
- * is offered when a text row (modality absent, null or "text"; kind not
- * "image") records it with a path that is an existing directory, the first
- * such row winning: exactly the rows the library would resolve it through.
- * A missing file, one that is not JSON, or one with a row of the wrong shape
- * is an empty store, as it is for the library (the engine reads the file as
- * one typed list, so one bad row spoils all of it). */
+ * the model chooser. The library lists them (tsffi_store_json): it reads
+ * installed.json exactly as it resolves a name -- as the engine does, all or
+ * nothing, a later row of an alias winning -- so the window offers exactly
+ * the names a preview would find, with each install's drafters as badges,
+ * and never re-implements the store's rules. */
 
 typedef struct {
     char *alias;
-    char *path; /* as recorded */
+    char *path;   /* the directory a plan of the alias reads */
+    char *badges; /* the install's drafters, in words */
 } StoreRow;
 
 static void store_row_free(StoreRow *row) {
     g_free(row->alias);
     g_free(row->path);
+    g_free(row->badges);
     g_free(row);
 }
 
-static char *store_file(void) {
-    const char *home = g_getenv("TURBOSPARK_HOME");
-    if (home != NULL && home[0] != '\0')
-        return g_build_filename(home, "installed.json", NULL);
-    home = g_getenv("HOME");
-    if (home != NULL && home[0] != '\0')
-        return g_build_filename(home, ".turbospark", "installed.json", NULL);
-    return NULL;
+/* What one tsffi_store_json call said. */
+typedef struct {
+    GPtrArray *rows;  /* StoreRow, in the library's order */
+    char *store_file; /* <root>/installed.json, or NULL: no store */
+    char *reason;     /* why there are no rows, or NULL */
+} StoreListing;
+
+static void store_listing_free(StoreListing *listing) {
+    g_ptr_array_unref(listing->rows);
+    g_free(listing->store_file);
+    g_free(listing->reason);
+    g_free(listing);
 }
 
-/* A member that is absent, null or a string: the shape a row's optional
- * fields must have. */
-static gboolean string_or_absent(JsonObject *o, const char *name) {
+/* A member that is true, false, or absent/null (unknown: -1). */
+static int flag_or_unknown(JsonObject *o, const char *name) {
     JsonNode *node = json_object_get_member(o, name);
-    return node == NULL || JSON_NODE_HOLDS_NULL(node) ||
-           (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING);
+    if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
+        json_node_get_value_type(node) != G_TYPE_BOOLEAN)
+        return -1;
+    return json_node_get_boolean(node) ? 1 : 0;
 }
 
-static gboolean is_string(JsonObject *o, const char *name) {
-    JsonNode *node = json_object_get_member(o, name);
-    return node != NULL && JSON_NODE_HOLDS_VALUE(node) &&
-           json_node_get_value_type(node) == G_TYPE_STRING;
+static char *badges_text(int mtp, int dflash) {
+    if (mtp < 0 || dflash < 0)
+        return g_strdup("its index cannot be read");
+    if (mtp && dflash)
+        return g_strdup("carries the MTP head and the DFlash2 drafter");
+    if (mtp || dflash)
+        return g_strdup(mtp ? "carries the MTP head" : "carries the DFlash2 drafter");
+    return g_strdup("carries neither drafter");
 }
 
-/* Runs on a worker: it reads files. Returns an array of StoreRow, one per
- * alias, in the file's order. */
-static GPtrArray *read_store(const char *file) {
-    GPtrArray *rows = g_ptr_array_new_with_free_func((GDestroyNotify)store_row_free);
-    JsonParser *parser = json_parser_new();
-    JsonArray *array;
-    guint i, n;
-
-    if (file == NULL || !json_parser_load_from_file(parser, file, NULL) ||
-        !JSON_NODE_HOLDS_ARRAY(json_parser_get_root(parser))) {
-        g_object_unref(parser);
-        return rows;
-    }
-    array = json_node_get_array(json_parser_get_root(parser));
-    n = json_array_get_length(array);
-    for (i = 0; i < n; i++) { /* the whole file's shape first */
-        JsonNode *node = json_array_get_element(array, i);
-        JsonObject *row = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
-        if (row == NULL || !is_string(row, "alias") || !is_string(row, "path") ||
-            !string_or_absent(row, "kind") || !string_or_absent(row, "modality")) {
-            g_object_unref(parser);
-            return rows;
-        }
-    }
+static void add_store_rows(GPtrArray *rows, JsonArray *aliases) {
+    guint i, n = aliases != NULL ? json_array_get_length(aliases) : 0;
     for (i = 0; i < n; i++) {
-        JsonObject *row = json_array_get_object_element(array, i);
-        const char *alias = json_object_get_string_member(row, "alias");
-        const char *path = json_object_get_string_member(row, "path");
-        const char *kind = string_or_null(row, "kind");
-        const char *modality = string_or_null(row, "modality");
-        gboolean offered = FALSE;
-        guint j;
-        if (g_strcmp0(kind, "image") == 0 || (modality != NULL && strcmp(modality, "text") != 0) ||
-            !g_file_test(path, G_FILE_TEST_IS_DIR))
+        JsonObject *o = json_array_get_object_element(aliases, i);
+        StoreRow *r;
+        if (o == NULL || string_or_null(o, "alias") == NULL)
             continue;
-        for (j = 0; j < rows->len && !offered; j++)
-            offered = strcmp(((StoreRow *)rows->pdata[j])->alias, alias) == 0;
-        if (!offered) {
-            StoreRow *r = g_new0(StoreRow, 1);
-            r->alias = g_strdup(alias);
-            r->path = g_strdup(path);
-            g_ptr_array_add(rows, r);
-        }
+        r = g_new0(StoreRow, 1);
+        r->alias = g_strdup(string_or_null(o, "alias"));
+        r->path = g_strdup(string_or_null(o, "modelDir"));
+        r->badges =
+            badges_text(flag_or_unknown(o, "installHasMtpHead"), flag_or_unknown(o, "installHasDflash"));
+        g_ptr_array_add(rows, r);
     }
+}
+
+/* Runs on a worker: the library reads files. */
+static StoreListing *read_store(const Tsffi *lib) {
+    StoreListing *listing = g_new0(StoreListing, 1);
+    JsonParser *parser = json_parser_new();
+    char *out = NULL;
+    ASSERT_WORKER_THREAD();
+    listing->rows = g_ptr_array_new_with_free_func((GDestroyNotify)store_row_free);
+    if (lib->store_json(&out) != TSFFI_OK) {
+        listing->reason = last_error_text(lib);
+    } else if (json_parser_load_from_data(parser, out, -1, NULL) &&
+               JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+        JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+        JsonNode *aliases = json_object_get_member(o, "aliases");
+        listing->store_file = g_strdup(string_or_null(o, "storeFile"));
+        listing->reason = g_strdup(string_or_null(o, "reason"));
+        add_store_rows(listing->rows,
+                       aliases != NULL && JSON_NODE_HOLDS_ARRAY(aliases) ? json_node_get_array(aliases)
+                                                                         : NULL);
+    }
+    lib->string_free(out);
     g_object_unref(parser);
-    return rows;
+    return listing;
 }
 
 static void store_worker(GTask *task, gpointer source, gpointer data, GCancellable *c) {
     (void)source, (void)c;
-    g_task_return_pointer(task, read_store(data), (GDestroyNotify)g_ptr_array_unref);
+    g_task_return_pointer(task, read_store(data), (GDestroyNotify)store_listing_free);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -747,7 +745,7 @@ typedef struct {
     GFileMonitor *monitor; /* the folder the library last read */
     char *watched;         /* that folder's path, or NULL */
 
-    char *store_file;            /* <store root>/installed.json, or NULL: no store */
+    char *store_file;            /* the store's installed.json the library named, or NULL */
     GFileMonitor *store_monitor; /* that file */
     GCancellable *store_pending; /* the in-flight store read's */
     GPtrArray *installed;        /* the StoreRow offered, as last read */
@@ -961,25 +959,62 @@ static void on_installed_activated(GtkListBox *list, GtkListBoxRow *row, gpointe
     gtk_menu_button_popdown(GTK_MENU_BUTTON(app->installed_button));
 }
 
-/* Main thread: the store has been read. The list is rebuilt whole: it is a
+static void on_store_changed(GFileMonitor *monitor, GFile *file, GFile *other,
+                             GFileMonitorEvent event, gpointer data);
+
+/* Watch the file the library says the store is (the installer writes a new
+ * file and renames it into place, which a file monitor reports as the file
+ * being created); a store root that moved (TURBOSPARK_HOME changed) moves
+ * the watch with it. */
+static void watch_store_file(App *app, const char *store_file) {
+    GFile *file;
+    if (g_strcmp0(store_file, app->store_file) == 0)
+        return;
+    if (app->store_monitor != NULL) {
+        g_file_monitor_cancel(app->store_monitor);
+        g_clear_object(&app->store_monitor);
+    }
+    g_free(app->store_file);
+    app->store_file = g_strdup(store_file);
+    if (store_file == NULL)
+        return;
+    file = g_file_new_for_path(store_file);
+    app->store_monitor = g_file_monitor_file(file, G_FILE_MONITOR_NONE, NULL, NULL);
+    g_object_unref(file);
+    if (app->store_monitor != NULL)
+        g_signal_connect(app->store_monitor, "changed", G_CALLBACK(on_store_changed), app);
+}
+
+static void set_store_tooltip(App *app, const StoreListing *listing) {
+    char *tooltip = listing->rows->len > 0
+                        ? g_strdup_printf("The models recorded in %s", listing->store_file)
+                    : listing->reason != NULL ? g_strdup(listing->reason)
+                                              : g_strdup_printf("No model is recorded in %s",
+                                                                listing->store_file);
+    gtk_widget_set_tooltip_text(app->installed_button, tooltip);
+    g_free(tooltip);
+}
+
+/* Main thread: the store has been listed. The list is rebuilt whole: it is a
  * handful of names. */
 static void on_store_read(GObject *source, GAsyncResult *result, gpointer data) {
     App *app = data;
-    GPtrArray *rows = g_task_propagate_pointer(G_TASK(result), NULL); /* NULL if superseded */
+    StoreListing *listing = g_task_propagate_pointer(G_TASK(result), NULL); /* NULL if superseded */
     GtkWidget *list, *popover;
-    char *tooltip;
     guint i;
     (void)source;
-    if (rows == NULL)
+    if (listing == NULL)
         return;
     g_clear_object(&app->store_pending);
     list = gtk_list_box_new();
     gtk_list_box_set_selection_mode(GTK_LIST_BOX(list), GTK_SELECTION_NONE);
-    for (i = 0; i < rows->len; i++) {
-        const StoreRow *row = rows->pdata[i];
+    for (i = 0; i < listing->rows->len; i++) {
+        const StoreRow *row = listing->rows->pdata[i];
         GtkWidget *label = gtk_label_new(row->alias);
+        char *tip = g_strdup_printf("%s\n%s", row->path, row->badges);
         gtk_label_set_xalign(GTK_LABEL(label), 0);
-        gtk_widget_set_tooltip_text(label, row->path);
+        gtk_widget_set_tooltip_text(label, tip);
+        g_free(tip);
         gtk_list_box_append(GTK_LIST_BOX(list), label);
     }
     g_signal_connect(list, "row-activated", G_CALLBACK(on_installed_activated), app);
@@ -989,30 +1024,30 @@ static void on_store_read(GObject *source, GAsyncResult *result, gpointer data) 
     gtk_menu_button_set_popover(GTK_MENU_BUTTON(app->installed_button), popover);
     /* Nothing to offer, or a library that cannot be used: nothing to click. */
     gtk_widget_set_sensitive(app->installed_button,
-                             rows->len > 0 && gtk_widget_get_sensitive(app->model_entry));
-    tooltip = app->store_file == NULL
-                  ? g_strdup("No model store: neither TURBOSPARK_HOME nor HOME is set")
-              : rows->len == 0 ? g_strdup_printf("No model is recorded in %s", app->store_file)
-                               : g_strdup_printf("The models recorded in %s", app->store_file);
-    gtk_widget_set_tooltip_text(app->installed_button, tooltip);
-    g_free(tooltip);
+                             listing->rows->len > 0 && gtk_widget_get_sensitive(app->model_entry));
+    set_store_tooltip(app, listing);
+    watch_store_file(app, listing->store_file);
     if (app->installed != NULL)
         g_ptr_array_unref(app->installed);
-    app->installed = rows;
+    app->installed = g_ptr_array_ref(listing->rows);
+    store_listing_free(listing);
     drive_report(app, "store");
 }
 
-/* Read the store on a worker (a home folder may be slow to read); an older
- * read still in flight is dropped. */
+/* List the store on a worker (a home folder may be slow to read); an older
+ * listing still in flight is dropped. Only once the library is loaded: it is
+ * the library that reads the store. */
 static void read_store_async(App *app) {
     GTask *task;
+    if (app->lib == NULL)
+        return;
     if (app->store_pending != NULL) {
         g_cancellable_cancel(app->store_pending);
         g_clear_object(&app->store_pending);
     }
     app->store_pending = g_cancellable_new();
     task = g_task_new(NULL, app->store_pending, on_store_read, app);
-    g_task_set_task_data(task, g_strdup(app->store_file), g_free);
+    g_task_set_task_data(task, (gpointer)app->lib, NULL);
     g_task_run_in_thread(task, store_worker);
     g_object_unref(task);
 }
@@ -1028,21 +1063,6 @@ static void on_store_changed(GFileMonitor *monitor, GFile *file, GFile *other,
         return;
     read_store_async(data);
     request_preview(data);
-}
-
-static void watch_store(App *app) {
-    GFile *file;
-    app->store_file = store_file();
-    if (app->store_file != NULL) {
-        /* The installer writes a new file and renames it into place, which a
-         * file monitor reports as the file being created. */
-        file = g_file_new_for_path(app->store_file);
-        app->store_monitor = g_file_monitor_file(file, G_FILE_MONITOR_NONE, NULL, NULL);
-        g_object_unref(file);
-        if (app->store_monitor != NULL)
-            g_signal_connect(app->store_monitor, "changed", G_CALLBACK(on_store_changed), app);
-    }
-    read_store_async(app);
 }
 
 /* Main thread: the load task is back. */
@@ -1074,6 +1094,7 @@ static void on_loaded(GObject *source, GAsyncResult *result, gpointer data) {
         g_free(where);
         app->lib = loaded->lib;
         request_preview(app);
+        read_store_async(app);
     }
     loaded_free(loaded);
 }
@@ -1147,7 +1168,7 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     gtk_entry_set_placeholder_text(GTK_ENTRY(app->model_entry),
                                    "a model folder or an installed model");
     gtk_widget_set_hexpand(app->model_entry, TRUE);
-    /* Filled in once the store has been read (watch_store). */
+    /* Filled in once the library has listed the store (read_store_async). */
     app->installed_button = gtk_menu_button_new();
     gtk_menu_button_set_label(GTK_MENU_BUTTON(app->installed_button), "Installed");
     gtk_widget_set_sensitive(app->installed_button, FALSE);
@@ -1216,7 +1237,6 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     g_task_set_task_data(task, g_strdup(app->library_arg), g_free);
     g_task_run_in_thread(task, load_worker);
     g_object_unref(task);
-    watch_store(app);
 
     if (app->drive)
         drive_start(app);

@@ -4,7 +4,7 @@
  * change files on disk between two calls of the same process:
  *
  *   setenv NAME VALUE | unsetenv NAME | chdir DIR
- *   plan MODEL | drafter MODEL | info MODEL
+ *   plan MODEL | drafter MODEL | info MODEL | store
  *
  * Each command answers one line: "ok" (setenv/unsetenv/chdir), or
  * "<fn> <status> <result JSON or last error>". */
@@ -58,6 +58,9 @@ int main(void) {
         } else if (strcmp(line, "info") == 0) {
             status = tsffi_install_info_json(arg, &out);
             answer("info", status, out);
+        } else if (strcmp(line, "store") == 0) {
+            status = tsffi_store_json(&out);
+            answer("store", status, out);
         } else {
             printf("unknown command %s\n", line);
         }

@@ -110,6 +110,14 @@ extension Tsffi {
             try offActor { () throws(TsffiError) in try Tsffi.installInfo(modelDir: modelDir) }
         }
 
+        /// ``Tsffi/store()``, off the caller's actor (it reads the store's file).
+        #if compiler(>=6.2)
+        @concurrent
+        #endif
+        public static func store() async throws(TsffiError) -> Store {
+            try offActor { () throws(TsffiError) in try Tsffi.store() }
+        }
+
         /// ``Tsffi/buildInfo()``, off the caller's actor.
         #if compiler(>=6.2)
         @concurrent
@@ -182,6 +190,14 @@ extension Tsffi {
         #endif
         public static func installInfoJSON(modelDir: String) async throws(TsffiError) -> String {
             try offActor { () throws(TsffiError) in try Tsffi.installInfoJSON(modelDir: modelDir) }
+        }
+
+        /// ``Tsffi/storeJSON()``, off the caller's actor.
+        #if compiler(>=6.2)
+        @concurrent
+        #endif
+        public static func storeJSON() async throws(TsffiError) -> String {
+            try offActor { () throws(TsffiError) in try Tsffi.storeJSON() }
         }
 
         /// ``Tsffi/buildInfoJSON()``, off the caller's actor.

@@ -224,6 +224,45 @@ public struct BuildInfo: Codable, Sendable, Hashable {
     public var engineVersion: String?
 }
 
+/// The store a model name is resolved against, as a model picker lists it
+/// (`tsffi_store_json`): each installed alias a `modelDir` may name, with the
+/// badges of its install. The library reads the store's installed.json as
+/// the engine does (all or nothing, a later row of an alias winning), so a
+/// picker built on this offers exactly the aliases a plan resolves.
+public struct Store: Codable, Sendable, Hashable {
+    public struct Alias: Codable, Sendable, Hashable {
+        /// The name to pass as `modelDir`.
+        public var alias: String
+        /// The install's directory as installed.json records it.
+        public var path: String
+        /// The directory a plan of `alias` reads, as an absolute path.
+        public var modelDir: String
+        /// The install's two drafters, as its index says (nil: it could not be read).
+        public var installHasMtpHead: Bool?
+        public var installHasDflash: Bool?
+
+        public init(alias: String, path: String, modelDir: String, installHasMtpHead: Bool?,
+                    installHasDflash: Bool?) {
+            self.alias = alias
+            self.path = path
+            self.modelDir = modelDir
+            self.installHasMtpHead = installHasMtpHead
+            self.installHasDflash = installHasDflash
+        }
+    }
+
+    /// The store root (`TURBOSPARK_HOME`, else `$HOME/.turbospark`; "" is the
+    /// current directory); nil when neither variable is set.
+    public var root: String?
+    /// The absolute path of the root's installed.json (nil: no root).
+    public var storeFile: String?
+    /// The file was read and decoded; false with `reason` saying why not.
+    public var storeRead: Bool
+    public var reason: String?
+    /// Each alias that counts, in the order the aliases first appear.
+    public var aliases: [Alias]
+}
+
 /// Every item of a settings pane's two pickers for one install
 /// (`tsffi_speculation_choices`): speculation `.auto`, `.off`, `.block(1)` ...
 /// `.block(15)` (outer) by drafter `.auto`, `.mtp`, `.dflash` (inner), 51

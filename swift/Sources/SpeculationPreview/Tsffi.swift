@@ -114,6 +114,13 @@ public enum Tsffi {
         try decode(InstallInfo.self, installInfoJSON(modelDir: modelDir), from: "tsffi_install_info_json")
     }
 
+    /// The store's aliases with their drafter badges (`tsffi_store_json`):
+    /// what a model picker offers. No store is a result (`aliases` empty,
+    /// `reason` saying why), not an error.
+    public static func store() throws(TsffiError) -> Store {
+        try decode(Store.self, storeJSON(), from: "tsffi_store_json")
+    }
+
     /// The library's build information (`tsffi_build_info_json`).
     public static func buildInfo() throws(TsffiError) -> BuildInfo {
         try decode(BuildInfo.self, buildInfoJSON(), from: "tsffi_build_info_json")
@@ -170,6 +177,11 @@ public enum Tsffi {
         try callJSON("tsffi_install_info_json", (modelDir, "model_dir")) {
             tsffi_install_info_json($0[0]!, $1)
         }
+    }
+
+    /// `tsffi_store_json`: the JSON text.
+    public static func storeJSON() throws(TsffiError) -> String {
+        try callJSON("tsffi_store_json") { tsffi_store_json($1) }
     }
 
     /// `tsffi_build_info_json`: the JSON text.

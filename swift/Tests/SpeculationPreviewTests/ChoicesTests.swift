@@ -127,6 +127,10 @@ import Testing
                 == (try Tsffi.draftPoliciesJSON(choiceJSON: Tsffi.resolveDrafterJSON(modelDir: dirs["mtp"]!, optionsJSON: nil), optionsJSON: nil)))
         #expect(try await Tsffi.Background.buildInfo() == (try Tsffi.buildInfo()))
         #expect(try await Tsffi.Background.buildInfoJSON() == (try Tsffi.buildInfoJSON()))
+        // The store is shared by the run (ModelNameTests records into it in
+        // parallel): its root is what stays put.
+        #expect(try await Tsffi.Background.store().root == (try Tsffi.store().root))
+        #expect(try await Tsffi.Background.storeJSON().contains(#""storeRead":"#))
     }
 
     // MARK: the settings model

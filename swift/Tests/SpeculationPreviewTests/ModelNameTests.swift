@@ -37,6 +37,16 @@ import SpeculationPreview
             #expect(choice.modelDir == dirs["elsewhere"]!)
             #expect(choice.installHasDflash == true)
             #expect(try Tsffi.installInfo(modelDir: recorded).modelDir == dirs["elsewhere"]!)
+            // The store's listing offers the alias with its badges (a name
+            // with only a default install path is not a recorded alias).
+            let store = try Tsffi.store()
+            #expect(store.root == root)
+            #expect(store.storeRead == true)
+            let listed = store.aliases.first { $0.alias == recorded }
+            #expect(listed == Store.Alias(alias: recorded, path: dirs["elsewhere"]!,
+                                          modelDir: dirs["elsewhere"]!, installHasMtpHead: false,
+                                          installHasDflash: true))
+            #expect(store.aliases.contains { $0.alias == byPath } == false)
             // The default install path of a name with no row.
             let byDefault = try Tsffi.speculationPlan(modelDir: byPath)
             #expect(byDefault.modelDir == defaultDir)

@@ -1,0 +1,50 @@
+/* 8 threads make the first plan of the installs named on the command line at
+ * the same moment (a barrier), after one build-info call has started the
+ * runtime: tests/test_store.py counts how many times the library opened each
+ * install's model_weights.bin (open_counter.c) -- one read per install, not
+ * one per thread, is the single flight of install.py.
+ *
+ * Run: flight_host DIR [DIR...]   (thread i plans DIR number i % count)
+ * Prints "plan <status>" per thread, in thread order. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+
+#include "tsffi.h"
+
+#define THREADS 8
+
+static char **dirs;
+static int dir_count;
+static pthread_barrier_t barrier;
+static int32_t statuses[THREADS];
+
+static void *run(void *arg) {
+    int index = (int)(size_t)arg;
+    char *out = NULL;
+    pthread_barrier_wait(&barrier);
+    statuses[index] = tsffi_speculation_plan(dirs[index % dir_count], "{}", &out);
+    tsffi_string_free(out);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    pthread_t threads[THREADS];
+    char *out = NULL;
+    int i;
+    if (argc < 2)
+        return 2;
+    dirs = argv + 1;
+    dir_count = argc - 1;
+    if (tsffi_build_info_json(&out) != TSFFI_OK)
+        return 3;
+    tsffi_string_free(out);
+    pthread_barrier_init(&barrier, NULL, THREADS);
+    for (i = 0; i < THREADS; i++)
+        pthread_create(&threads[i], NULL, run, (void *)(size_t)i);
+    for (i = 0; i < THREADS; i++)
+        pthread_join(threads[i], NULL);
+    for (i = 0; i < THREADS; i++)
+        printf("plan %d\n", (int)statuses[i]);
+    return 0;
+}
