@@ -48,18 +48,61 @@ import SpeculationPreview
         #expect(try Options.default.json() == Options().json())
         #expect(try Options(drafter: .dflash, speculation: .block(2)).json()
                 == #"{"speculation":2,"speculativeDrafter":"dflash"}"#)
+        // The preview's inputs go into the tsffi object, never beside the engine's keys.
         #expect(try Options(drafter: .mtp, speculation: .off, temperature: 0.7).json()
-                == #"{"speculation":"off","speculativeDrafter":"mtp","temperature":0.7}"#)
+                == #"{"speculation":"off","speculativeDrafter":"mtp","tsffi":{"temperature":0.7}}"#)
         #expect(try Options(temperature: 0).json()
-                == #"{"speculation":"auto","speculativeDrafter":"auto","temperature":0}"#)
-        // engineBlocker: absent (no key), none (null), a reason (verbatim).
-        #expect(try Options(engineBlocker: .absent).json().contains("engineBlocker") == false)
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"temperature":0}}"#)
+        // engineBlocker: absent (no key, and no tsffi object), none (null), a reason (verbatim).
+        #expect(try Options(engineBlocker: .absent).json() == Options().json())
         #expect(try Options(engineBlocker: .none).json()
-                == #"{"engineBlocker":null,"speculation":"auto","speculativeDrafter":"auto"}"#)
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"engineBlocker":null}}"#)
         #expect(try Options(engineBlocker: .reason(#"says "no" / ok"#)).json()
-                == #"{"engineBlocker":"says \"no\" / ok","speculation":"auto","speculativeDrafter":"auto"}"#)
-        #expect(Options.Key.allCases.map(\.rawValue)
-                == ["speculation", "speculativeDrafter", "temperature", "engineBlocker"])
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"engineBlocker":"says \"no\" / ok"}}"#)
+        #expect(try Options(temperature: 1.5, engineBlocker: .reason("r")).json()
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"engineBlocker":"r","temperature":1.5}}"#)
+        // The two ways to set the preview's inputs are one value.
+        #expect(Options(temperature: 0.7) == Options(preview: PreviewOptions(temperature: 0.7)))
+        #expect(Options.Key.engineKeys.map(\.rawValue)
+                == ["maxContext", "expertCacheSlots", "powerProfile", "loadGuard", "minAutoContext",
+                    "maxTokensPerSec", "speculation", "speculativeDrafter", "steering", "steeringMode",
+                    "steeringScale", "steeringLayers", "steeringTarget", "steeringGate", "visionSidecar",
+                    "kvBits"])
+        #expect(Options.Key.allCases.map(\.rawValue) == Options.Key.engineKeys.map(\.rawValue) + ["tsffi"])
+        #expect(PreviewOptions.Key.allCases.map(\.rawValue) == ["engineBlocker", "temperature"])
+    }
+
+    /// Every typed field, written out: the JSON each value sends is the JSON
+    /// the engine's open reads for it.
+    @Test func everyEngineKeyEncodesAsTheEngineReadsIt() throws {
+        let base = #""speculation":"auto","speculativeDrafter":"auto""#
+        let cases: [(Options, String)] = [
+            (Options(maxContext: .auto), #"{"maxContext":"auto",\#(base)}"#),
+            (Options(maxContext: .tokens(32768)), #"{"maxContext":32768,\#(base)}"#),
+            (Options(expertCacheSlots: .auto), #"{"expertCacheSlots":"auto",\#(base)}"#),
+            (Options(expertCacheSlots: .slots(48)), #"{"expertCacheSlots":48,\#(base)}"#),
+            (Options(powerProfile: .efficiency), #"{"powerProfile":"efficiency",\#(base)}"#),
+            (Options(loadGuard: .strict), #"{"loadGuard":"strict",\#(base)}"#),
+            (Options(loadGuard: .off), #"{"loadGuard":"off",\#(base)}"#),
+            (Options(loadGuard: .byteCeiling(17_179_869_184)), #"{"loadGuard":17179869184,\#(base)}"#),
+            (Options(minAutoContext: 4096), #"{"minAutoContext":4096,\#(base)}"#),
+            (Options(maxTokensPerSec: 12.5), #"{"maxTokensPerSec":12.5,\#(base)}"#),
+            (Options(steering: "/v/honest.safetensors", steeringMode: .add, steeringScale: -0.5,
+                     steeringLayers: 10...20, steeringTarget: 2, steeringGate: 0.25),
+             #"{\#(base),"steering":"/v/honest.safetensors","steeringGate":0.25,"steeringLayers":"10:20","#
+                + #""steeringMode":"add","steeringScale":-0.5,"steeringTarget":2}"#),
+            (Options(visionSidecar: "/m/vision"), #"{\#(base),"visionSidecar":"/m/vision"}"#),
+            (Options(kvBits: .threeAndAHalf), #"{"kvBits":"3.5",\#(base)}"#),
+            (Options(kvBits: .off), #"{"kvBits":"off",\#(base)}"#),
+        ]
+        for (options, expected) in cases {
+            #expect(try options.json() == expected)
+        }
+        #expect(KVBits.allCases.map(\.rawValue) == ["off", "2", "3", "3.5", "4"])
+        #expect(PowerProfile.allCases.map(\.rawValue) == ["performance", "balanced", "efficiency"])
+        #expect(SteeringMode.allCases.map(\.rawValue) == ["ablate", "add", "clamp", "renorm"])
+        #expect(ExpertCacheSlots.allowed == [8, 16, 24, 32, 48, 64, 96, 128])
+        #expect(LoadGuard.tiers.map(\.description) == ["off", "relaxed", "balanced", "strict"])
     }
 
     @Test func speculationDecodesTheEnginesSpellings() throws {
