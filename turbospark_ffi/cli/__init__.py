@@ -12,8 +12,9 @@
     bundle OUT     a relocatable folder holding the library and its Python
 
 Exit status: 0 done (for `plan`: planned, whether speculation is on or off),
-2 refused (a named block that cannot be served: the original module's message, verbatim,
-on stderr), 1 anything else that went wrong (an invalid argument, an install
+2 refused, as the engine's open refuses with its status 2 (an option value
+the open refuses, or a named block that cannot be served: the engine's or
+the original module's message, verbatim, on stderr), 1 anything else that went wrong (an invalid argument, an install
 that cannot be written) -- always one line on stderr, never a traceback.
 
 HOW `--json` STAYS BYTE-IDENTICAL TO THE C ABI: inspect, plan and choices
@@ -45,7 +46,7 @@ __all__ = ["main", "EXIT_OK", "EXIT_ERROR", "EXIT_REFUSED"]
 # Option key -> the flag that sets it, so that the grammar's refusal names
 # both what the person typed and what a host would send.
 FLAG_FOR_KEY = {"speculation": "--speculation", "speculativeDrafter": "--speculative-drafter",
-                "temperature": "--temperature", "engineBlocker": "--engine-blocker"}
+                "tsffi.temperature": "--temperature", "tsffi.engineBlocker": "--engine-blocker"}
 
 
 def quiet_stdout() -> None:

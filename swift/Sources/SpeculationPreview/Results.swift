@@ -319,8 +319,11 @@ public struct SpeculationChoices: Codable, Sendable, Hashable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         modelDir = try container.decode(String.self, forKey: .modelDir)
         install = try container.decode(Install.self, forKey: .install)
-        ignoredKeys = try container.decode([String].self, forKey: .ignoredKeys)
-        warnings = try container.decodeIfPresent([String].self, forKey: .warnings) ?? []
+        let ignoredKeys = try container.decode([String].self, forKey: .ignoredKeys)
+        let warnings = try container.decodeIfPresent([String].self, forKey: .warnings) ?? []
+        let modelDir = self.modelDir
+        self.ignoredKeys = ignoredKeys
+        self.warnings = warnings
         choices = try container.decode([SpeculationChoice].self, forKey: .choices).map { item in
             var item = item
             item.plan?.ignoredKeys = ignoredKeys

@@ -65,7 +65,7 @@ import Testing
 
     @Test func theDecodersRefusalsAreStatusJSON() {
         let cases: [(String, String)] = [
-            (#"{"maxContext":1,"maxContext":2}"#, "options: duplicate field `maxContext` at line 1 column 30"),
+            (#"{"maxContext":1,"maxContext":2}"#, "options: duplicate field `maxContext` at line 1 column 28"),
             (#"{"minAutoContext":"x","speculation":3}"#,
              #"options: invalid type: string "x", expected u32 at line 1 column 21"#),
             (#"{"speculativeDrafter":1}"#, "options: invalid type: integer `1`, expected a string at line 1 column 23"),
