@@ -14,16 +14,42 @@
  *
  *  - Functions are prefixed tsffi_, macros TSFFI_. Calls that can fail return an
  *    int32_t status code (TSFFI_OK or a TSFFI_ERR_* below).
- *  - Options go in as ONE JSON object string with camelCase keys, the same
- *    object the host gives the engine's open. NULL or "" means all defaults.
- *    Keys this library does not use are ignored (and listed back as
- *    "ignoredKeys" by tsffi_speculation_plan and tsffi_speculation_choices,
- *    the calls that take a host's whole options object); a near-miss of a
- *    key it uses is refused.
- *  - LIMITS. A JSON argument (options_json, choice_json) of more than 1 MiB
- *    (1,048,576 bytes) is TSFFI_ERR_INVALID_ARGUMENT before any of it is
- *    parsed; one nesting arrays or objects more than 64 levels deep is
- *    TSFFI_ERR_JSON. A GUI's options object is flat and a few hundred bytes.
+ *  - OPTIONS. Every options_json is the very text the host gives the
+ *    engine's ts_session_open, and is read exactly as that open reads it
+ *    (docs/c-api.md, "Options", lists the rules): NULL or "" = all defaults;
+ *    the text is decoded as the open's serde struct of 16 keys (unknown keys
+ *    ignored at any depth and size, a known key twice or of the wrong JSON
+ *    type refused, null = absent, a top-level array read positionally), and
+ *    then every key is mapped in the open's order. The same text gets the
+ *    open's status and the open's message byte for byte:
+ *      not UTF-8                      TSFFI_ERR_INVALID_ARGUMENT
+ *      a decoding failure             TSFFI_ERR_JSON, "options: " + serde's
+ *                                     text (" at line L column C")
+ *      a mapping failure              TSFFI_ERR_REFUSED, the engine's bare
+ *                                     message (e.g. "speculation block must
+ *                                     be in 1..=15, got 0")
+ *    Keys the open does not read are ignored (listed back as "ignoredKeys",
+ *    a lone surrogate shown as U+FFFD); a near-miss of one of the 16 keys,
+ *    and a top-level "temperature" or "engineBlocker", also get a hint in
+ *    "warnings" -- never a refusal, since the open accepts them.
+ *    This library's own inputs, which the open never reads, are one object
+ *    the engine ignores: "tsffi": {"engineBlocker": string | null,
+ *    "temperature": number | null}, read strictly (an unknown key, a wrong
+ *    type, a key twice: TSFFI_ERR_INVALID_ARGUMENT naming the key, what it
+ *    got and what it accepts). engineBlocker: a non-empty string without NUL
+ *    or lone surrogate (the engine's reason), null (it reported none), absent
+ *    (preview the install's files). temperature: a finite number >= 0;
+ *    absent = deterministic decoding, the open's own assumption (a sampled
+ *    temperature asks what the sampled case would decide: a question the
+ *    open does not ask). Checks run in this order, the open's answer first:
+ *    UTF-8, decoding, mapping, the "tsffi" object, then the policy.
+ *  - LIMITS. The open has no size cap; this library refuses an options_json
+ *    of more than 16 MiB (16,777,216 bytes) with TSFFI_ERR_INVALID_ARGUMENT
+ *    before any of it is decoded (its own bound, far above any real options
+ *    object), and a choice_json of more than 16 MiB the same way. Nesting
+ *    inside ignored keys is skipped to any depth, as the open skips it; a
+ *    known "any"-typed key nesting past serde's limit of 128 is the open's
+ *    TSFFI_ERR_JSON "recursion limit exceeded".
  *  - Every const char * argument is borrowed for the duration of the call and
  *    must be NUL-terminated UTF-8.
  *  - MODEL NAMES. Every model_dir is what the engine's open takes: the path of
@@ -112,20 +138,30 @@ extern "C" {
  * (Swift imports it as UInt32). ABI 2: every name moved from ts_/TS_ (the
  * engine's namespace) to tsffi_/TSFFI_; a block outside 1..=15 is an invalid
  * option; model_dir may be an installed alias and results carry "modelDir";
- * tsffi_speculation_choices is new. */
-#define TSFFI_ABI_VERSION 2u
+ * tsffi_speculation_choices is new. ABI 3: options are read as the engine's
+ * open reads them (OPTIONS above), with its statuses and messages (a block
+ * outside 1..=15 is TSFFI_ERR_REFUSED, a decoding failure TSFFI_ERR_JSON);
+ * "temperature" and "engineBlocker" moved into the "tsffi" object (at the
+ * top level they are ignored keys); a near-miss key is a warning, not a
+ * refusal; the plan gains "warnings"; a choices table holds "ignoredKeys",
+ * "warnings" and "modelDir" once, not in each item's plan. The migration:
+ * docs/CHANGELOG.md. */
+#define TSFFI_ABI_VERSION 3u
 
 /* Status codes. Stable: never renumbered; new codes are only appended. Where
  * a meaning is the engine's, so is the number. */
 /* success */
 #define TSFFI_OK 0
-/* a NULL pointer, text that is not UTF-8, an option value outside its set (a
- * block outside 1..=15 included), a near-miss option key, an empty model_dir */
+/* a NULL pointer, text that is not UTF-8, a bad "tsffi" object, an
+ * argument past LIMITS, an empty model_dir (the engine's open returns 1 for
+ * a NULL pointer and text that is not UTF-8) */
 #define TSFFI_ERR_INVALID_ARGUMENT 1
-/* a named speculation block in 1..=15 that cannot be served (the engine's
- * open returns 2 for this same refusal) */
+/* an option the engine's open refuses in its mapping (its message, bare),
+ * or a named speculation block in 1..=15 that cannot be served: the engine's
+ * open returns 2 for these same refusals */
 #define TSFFI_ERR_REFUSED 2
-/* a JSON argument that does not parse or is not an object */
+/* an options_json the open's decoder refuses ("options: " + serde's text,
+ * as the open), or a choice_json that does not parse */
 #define TSFFI_ERR_JSON 4
 /* anything unexpected, caught at the boundary */
 #define TSFFI_ERR_INTERNAL 6
@@ -166,10 +202,9 @@ TSFFI_API void tsffi_string_free(char *TSFFI_NULLABLE s);
  * holding model_weights.bin), reading only its resident index.
  *
  * model_dir: an install directory or an installed alias (MODEL NAMES above).
- * options_json: uses "speculativeDrafter" ("auto" | "mtp" | "dflash" | null);
- *   every key this library uses is validated ("speculation" too, so a block
- *   outside 1..=15 is TSFFI_ERR_INVALID_ARGUMENT here as well). NULL or "" =
- *   defaults.
+ * options_json: read as the open reads it (OPTIONS above), every key checked
+ *   as the open checks it; uses "speculativeDrafter" ("auto" | "mtp" |
+ *   "dflash" | null). NULL or "" = defaults.
  * On TSFFI_OK, *out_json is the drafter choice:
  *   {"drafter": "mtp" | "dflash", "installHasMtpHead": true | false | null,
  *    "installHasDflash": true | false | null, "note": string | null,
@@ -181,8 +216,9 @@ TSFFI_API void tsffi_string_free(char *TSFFI_NULLABLE s);
  * An unreadable install is not an error here (the engine's open is the one
  * that refuses a broken install).
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT (NULL model_dir or out_json, an
- * empty or non-UTF-8 model_dir, a bad option); TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME;
- * or TSFFI_ERR_INTERNAL. */
+ * empty or non-UTF-8 model_dir, non-UTF-8 options, a bad "tsffi" object);
+ * TSFFI_ERR_JSON (options the open's decoder refuses); TSFFI_ERR_REFUSED (an
+ * option the open's mapping refuses); TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_resolve_drafter(const char *TSFFI_NONNULL model_dir,
                                         const char *TSFFI_NULLABLE options_json,
                                         char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
@@ -191,59 +227,68 @@ TSFFI_API int32_t tsffi_resolve_drafter(const char *TSFFI_NONNULL model_dir,
  *
  * choice_json: exactly what tsffi_resolve_drafter returned ("modelDir" may
  *   be left out).
- * options_json: uses "speculation" ("auto" | "off" | a block in 1..=15 |
- *   null); a block outside 1..=15 is TSFFI_ERR_INVALID_ARGUMENT.
+ * options_json: read as the open reads it (OPTIONS above); uses
+ *   "speculation" ("auto" | "off" | a block in 1..=15 | null); a block
+ *   outside 1..=15 is the open's TSFFI_ERR_REFUSED.
  * On TSFFI_OK, *out_json is
  *   {"mtp": {"mode": "off" | "auto" | "fixed", "block": n | null},
  *    "dflash": {"mode": ..., "block": ...}}   ("block" only for "fixed")
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT (a NULL pointer, a choice_json
- * that is not that shape, a bad option); TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
- * TSFFI_ERR_INTERNAL. */
+ * that is not that shape, non-UTF-8 options, a bad "tsffi" object);
+ * TSFFI_ERR_JSON (a choice_json that does not parse, options the open's
+ * decoder refuses); TSFFI_ERR_REFUSED (an option the open's mapping
+ * refuses); TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_draft_policies(const char *TSFFI_NONNULL choice_json,
                                        const char *TSFFI_NULLABLE options_json,
                                        char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Decide speculation without an install to look at.
  *
- * options_json: "speculation" (a block outside 1..=15 is an invalid option:
- *   TSFFI_ERR_INVALID_ARGUMENT, before any "engineBlocker" is considered);
- *   "speculativeDrafter" = the RESOLVED drafter
- *   (absent or "auto" takes the non-DFlash2 arms and reports "mtp");
- *   "engineBlocker" (the engine's reason, or null; absent means none here:
- *   with no install to look at there is nothing to preview);
- *   "temperature" (absent = deterministic, as the engine's open assumes).
+ * options_json: read as the open reads it (OPTIONS above); uses
+ *   "speculation" (a block outside 1..=15 is the open's TSFFI_ERR_REFUSED,
+ *   before any engine blocker is considered); "speculativeDrafter" = the
+ *   RESOLVED drafter (absent or "auto" takes the non-DFlash2 arms and
+ *   reports "mtp"); "tsffi": {"engineBlocker": the engine's reason, or null;
+ *   absent means none here: with no install to look at there is nothing to
+ *   preview; "temperature": absent = deterministic, as the open assumes}.
  * On TSFFI_OK, *out_json is the engine's own sessionInfo shape:
  *   {"block": n | null, "drafter": "mtp" | "dflash" | null,
  *    "reason": string | null}
  *   block null is the "is it on" test; drafter is non-null exactly when block
  *   is; reason says why it is off when the caller might have expected it on.
- * Returns TSFFI_OK; TSFFI_ERR_REFUSED (a named block in 1..=15 that cannot be
- * served: the last error is the message to show, verbatim);
- * TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
- * TSFFI_ERR_INTERNAL. */
+ * Returns TSFFI_OK; TSFFI_ERR_REFUSED (an option the open's mapping refuses,
+ * or a named block in 1..=15 that cannot be served: the last error is the
+ * message to show, verbatim); TSFFI_ERR_INVALID_ARGUMENT (NULL out_json,
+ * non-UTF-8 options, a bad "tsffi" object); TSFFI_ERR_JSON (options the
+ * open's decoder refuses); TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_json,
                                             char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* The whole decision for the install in model_dir, in one call: resolve the
  * drafter, derive the draft policies, take the blocker (the DFlash2 note, else
- * "engineBlocker" when given, else a preview of the engine's blocker read from
- * the install's files) and resolve speculation.
+ * "tsffi"."engineBlocker" when given, else a preview of the engine's blocker
+ * read from the install's files) and resolve speculation.
  *
  * model_dir: an install directory or an installed alias (MODEL NAMES above).
- * options_json: "speculation", "speculativeDrafter", "temperature",
- *   "engineBlocker"; other keys are ignored and listed back. Every option is
- *   validated before any install is read: a block outside 1..=15 is
- *   TSFFI_ERR_INVALID_ARGUMENT whatever the install and whatever blocker
+ * options_json: the host's whole open-options object, read as the open
+ *   reads it (OPTIONS above); uses "speculation", "speculativeDrafter" and
+ *   the "tsffi" object; keys the open does not read are listed back. Every
+ *   option is checked before any install is read, so the open's refusal (a
+ *   block outside 1..=15: TSFFI_ERR_REFUSED, "speculation block must be in
+ *   1..=15, got 0") comes first whatever the install and whatever blocker
  *   stands.
  * On TSFFI_OK, *out_json is
  *   {"drafter": {...as tsffi_resolve_drafter, without "modelDir"...},
  *    "draftPolicies": {...as tsffi_draft_policies...},
  *    "speculation": {...as tsffi_resolve_speculation...},
- *    "ignoredKeys": [string, ...],
+ *    "ignoredKeys": [string, ...], the top-level keys the open ignores,
+ *    "warnings": [string, ...], a hint per near-miss or moved key,
  *    "modelDir": the directory read, an absolute path}
- * Returns TSFFI_OK; TSFFI_ERR_REFUSED (a named block in 1..=15 that cannot be
- * served); TSFFI_ERR_INVALID_ARGUMENT; TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or
- * TSFFI_ERR_INTERNAL.
+ * Returns TSFFI_OK; TSFFI_ERR_REFUSED (an option the open's mapping refuses,
+ * or a named block in 1..=15 that cannot be served); TSFFI_ERR_INVALID_ARGUMENT
+ * (NULL model_dir or out_json, an empty or non-UTF-8 model_dir, non-UTF-8
+ * options, a bad "tsffi" object); TSFFI_ERR_JSON (options the open's decoder
+ * refuses); TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
  * A warm call on an unchanged install named by its absolute path costs three
  * stat() calls and no reading; any change to the install's files is seen on
  * the next call. Any other name (an alias, a relative path) is resolved
@@ -257,14 +302,15 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
  * in one call: what tsffi_speculation_plan answers for each combination of
  * "speculation" ("auto", "off", 1, 2, ..., 15: the outer order) and
  * "speculativeDrafter" ("auto", "mtp", "dflash": the inner order), 51 items,
- * with the other keys of options_json ("temperature", "engineBlocker", and
- * the ignored ones) held as given. The index is read once for the table.
+ * with the other keys of options_json (the "tsffi" object, and the ignored
+ * ones) held as given. The index is read once for the table.
  *
  * options_json: as tsffi_speculation_plan; its own "speculation" and
  *   "speculativeDrafter" (absent or null = "auto") only choose which item is
  *   "selected", and are validated as that call validates them, so options a
- *   plan call would refuse as invalid make this call invalid too. A block
- *   outside 1..15 there is TSFFI_ERR_INVALID_ARGUMENT (no item has it).
+ *   plan call would refuse as the open refuses them make this call fail
+ *   with the same status and message (a block outside 1..=15 there is
+ *   TSFFI_ERR_REFUSED: no item has it).
  * On TSFFI_OK, *out_json is
  *   {"modelDir": string,
  *    "install": {"installHasMtpHead": bool | null, "installHasDflash": bool | null},
@@ -272,16 +318,20 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
  *                 "speculativeDrafter": "auto" | "mtp" | "dflash",
  *                 "status": 0 | 2, "plan": {...} | null, "error": string | null,
  *                 "selected": bool}, ... 51 items],
- *    "ignoredKeys": [string, ...]}
+ *    "ignoredKeys": [string, ...], "warnings": [string, ...]}
  *   Each item's "status" and "plan" are exactly what tsffi_speculation_plan
  *   returns for options_json with that item's two keys (the plan object byte
- *   for byte; null when the status is TSFFI_ERR_REFUSED), and "error" is
+ *   for byte without its "ignoredKeys", "warnings" and "modelDir", which the
+ *   table holds once, so its size is bounded by its input's; null when the
+ *   status is TSFFI_ERR_REFUSED), and "error" is
  *   exactly the last error that call leaves (the refusal to show, verbatim;
  *   null on TSFFI_OK). A refused item is not a failure of this call. The
  *   install flags are null when the index could not be read (unknown).
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT (NULL model_dir or out_json, an
- * empty or non-UTF-8 model_dir, a bad option, a block outside 1..15);
- * TSFFI_ERR_JSON; TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
+ * empty or non-UTF-8 model_dir, non-UTF-8 options, a bad "tsffi" object);
+ * TSFFI_ERR_JSON (options the open's decoder refuses); TSFFI_ERR_REFUSED (an
+ * option the open's mapping refuses, a block outside 1..=15 included);
+ * TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
  * Warm, like tsffi_speculation_plan: a repeated call on an unchanged install
  * named by its absolute path costs three stat() calls and a copy of the
  * table, and any change to the install's files is seen on the next call. */

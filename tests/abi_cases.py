@@ -41,15 +41,20 @@ def out_of_range(n: int) -> str:
 
 # A call that is refused (TSFFI_ERR_REFUSED) with a known message of the seed's:
 # the hosts' last-error tests use it as their failing call.
-REFUSED_OPTIONS = b'{"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}'
+REFUSED_OPTIONS = b'{"speculativeDrafter": "dflash", "tsffi": {"temperature": 0.7}, "speculation": 2}'
 REFUSED_MESSAGE = REFUSAL_PREFIX + SAMPLED_REASON
 
 
-def invalid_block(shown: str) -> "Has":
-    """A block outside 1..=15 given as an option: refused at parse time as an
-    invalid option, naming the key, the value as given and the range."""
-    return Has("speculation: got " + shown, "a block outside the allowed range 1..=15",
-               '"auto", "off"')
+def invalid_block(shown: str) -> str:
+    """A block outside 1..=15 given as an option: the engine's open refuses it
+    in its mapping (status 2) with this message, the block as parsed (a
+    string's digits without their quotes: FACTS section 10)."""
+    return "speculation block must be in 1..=15, got " + shown.strip('"')
+
+
+def serde(text: str) -> str:
+    """A decoding refusal (status 4): the open's "options: " + serde's text."""
+    return "options: " + text
 
 
 class Has:
@@ -183,7 +188,21 @@ class Case:
     message: str | Has | None = None           # expected last error
 
 
-def _j(obj) -> bytes:
+# This library's own inputs, which the engine's open never reads: since ABI 3
+# they live in the "tsffi" object. The table writes them where a host writes
+# them; `_j` moves them there, so each case keeps its meaning.
+_PREVIEW_KEYS = ("temperature", "engineBlocker")
+
+
+def _j(obj, **dumps) -> bytes:
+    preview = {key: obj[key] for key in _PREVIEW_KEYS if key in obj}
+    if preview:
+        obj = {**{k: v for k, v in obj.items() if k not in _PREVIEW_KEYS}, "tsffi": preview}
+    return json.dumps(obj, **dumps).encode()
+
+
+def _top(obj) -> bytes:
+    """`obj` exactly as written: top-level preview keys stay top-level."""
     return json.dumps(obj).encode()
 
 
@@ -207,18 +226,21 @@ def _choice(drafter, mtp, dflash, note=None) -> dict:
 CHOICE_MTP = _choice("mtp", True, False)
 CHOICE_NOTE = _choice("mtp", False, True, DFLASH_NOTE)
 
-OPTIONS_KEYS = Has("speculation", "speculativeDrafter", "temperature", "engineBlocker")
-
-
-def _plan(choice, policies, speculation, ignored=()) -> dict:
+def _plan(choice, policies, speculation, ignored=(), warnings=()) -> dict:
     return {"drafter": choice, "draftPolicies": policies, "speculation": speculation,
-            "ignoredKeys": list(ignored)}
+            "ignoredKeys": list(ignored), "warnings": list(warnings)}
+
+
+MOVED = ('"{0}" at the top level is ignored, as the engine\'s open ignores it; since ABI 3 this '
+         'library reads it inside the "tsffi" object: {{"tsffi": {{"{0}": ...}}}}')
+NEAR = ('"{0}" is not a key the engine\'s open reads, so it ignores it (and so does this '
+        'preview); did you mean "{1}"?')
 
 
 CASES: list[Case] = [
     # ----- tsffi_build_info_json
     Case("build-info", "build_info", "TSFFI_OK",
-         json=Subset(abiVersion=2, version=Has("."), python=Has("3."))),
+         json=Subset(abiVersion=3, version=Has("."), python=Has("3."))),
     Case("build-info-null-out", "build_info", "TSFFI_ERR_INVALID_ARGUMENT", null_out=True,
          message=Has("out_json")),
 
@@ -273,8 +295,8 @@ CASES: list[Case] = [
     Case("spec-blocker-off", "resolve_speculation", "TSFFI_OK",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculation": "off"}),
          json=_spec(None, None)),
-    # A block outside 1..=15 is an invalid option, refused before any blocker.
-    Case("spec-range-outranks-blocker", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+    # A block outside 1..=15: the open's mapping refuses it, before any blocker.
+    Case("spec-range-outranks-blocker", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 16}),
          message=invalid_block("16")),
     Case("spec-blocker-outranks-sampled", "resolve_speculation", "TSFFI_OK",
@@ -284,97 +306,115 @@ CASES: list[Case] = [
     Case("spec-blocker-null", "resolve_speculation", "TSFFI_OK",
          options=_j({"engineBlocker": None, "speculation": 4}), json=_spec(4, "mtp")),
     Case("spec-blocker-utf8", "resolve_speculation", "TSFFI_OK",
-         options=json.dumps({"engineBlocker": UTF8_BLOCKER}, ensure_ascii=False).encode(),
+         options=_j({"engineBlocker": UTF8_BLOCKER}, ensure_ascii=False),
          json=_spec(None, None, UTF8_BLOCKER)),
     Case("spec-blocker-utf8-block", "resolve_speculation", "TSFFI_ERR_REFUSED",
-         options=json.dumps({"engineBlocker": UTF8_BLOCKER, "speculation": 2},
-                            ensure_ascii=False).encode(),
+         options=_j({"engineBlocker": UTF8_BLOCKER, "speculation": 2}, ensure_ascii=False),
          message=REFUSAL_PREFIX + UTF8_BLOCKER),
-    Case("spec-block-16", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("spec-block-16", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculation": 16}), message=invalid_block("16")),
-    Case("spec-block-16-string", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("spec-block-16-string", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculation": "16"}), message=invalid_block('"16"')),
-    Case("spec-block-0", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"speculation": 0}), message=Has(*invalid_block("0").parts,
-                                                     "0 proposes nothing")),
-    Case("spec-block-0-string", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("spec-block-0", "resolve_speculation", "TSFFI_ERR_REFUSED",
+         options=_j({"speculation": 0}), message=invalid_block("0")),
+    Case("spec-block-0-string", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculation": "0"}), message=invalid_block('"0"')),
-    Case("spec-block-u32-max", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("spec-block-u32-max", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculation": 4294967295}), message=invalid_block("4294967295")),
-    Case("spec-dflash-block-16", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("spec-dflash-block-16", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculativeDrafter": "dflash", "speculation": 16}),
          message=invalid_block("16")),
-    Case("spec-sampled-dflash-block-16", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("spec-sampled-dflash-block-16", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculativeDrafter": "dflash", "speculation": 16, "temperature": 0.7}),
          message=invalid_block("16")),
     Case("spec-ignored-keys", "resolve_speculation", "TSFFI_OK",
          options=_j({"contextLength": 4096, "kvCacheBits": 8, "speculation": 3}),
          json=_spec(3, "mtp")),
-    # bad values: INVALID_ARGUMENT naming the key, the value and what is accepted
-    Case("spec-bad-drafter-case", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+    # bad values: the open's mapping refuses them (status 2, its own message)
+    Case("spec-bad-drafter-case", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculativeDrafter": "DFlash"}),
-         message=Has("speculativeDrafter", '"DFlash"', '"auto"', '"mtp"', '"dflash"')),
-    Case("spec-bad-drafter-type", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         message='speculativeDrafter must be auto, mtp or dflash, got "DFlash"'),
+    Case("spec-bad-drafter-type", "resolve_speculation", "TSFFI_ERR_JSON",
          options=_j({"speculativeDrafter": 1}),
-         message=Has("speculativeDrafter", '"auto"', '"mtp"', '"dflash"')),
-    Case("spec-bad-speculation-word", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         message=serde("invalid type: integer `1`, expected a string at line 1 column 24")),
+    Case("spec-bad-speculation-word", "resolve_speculation", "TSFFI_ERR_REFUSED",
          options=_j({"speculation": "fast"}),
-         message=Has("speculation", '"fast"', '"auto"', '"off"', "1..=15")),
-    Case("spec-bad-speculation-bool", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"speculation": True}), message=Has("speculation", "true", '"auto"')),
-    Case("spec-bad-speculation-float", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=b'{"speculation": 2.5}', message=Has("speculation", "2.5", '"auto"')),
-    Case("spec-bad-speculation-negative", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"speculation": -1}), message=Has("speculation", "-1", "1..=15")),
+         message='speculation must be "off", "auto" or a block in 1..=15, got "fast"'),
+    Case("spec-bad-speculation-bool", "resolve_speculation", "TSFFI_ERR_REFUSED",
+         options=_j({"speculation": True}),
+         message='speculation must be "off", "auto" or a block in 1..=15, got true'),
+    Case("spec-bad-speculation-float", "resolve_speculation", "TSFFI_ERR_REFUSED",
+         options=b'{"speculation": 2.5}', message=invalid_block("2.5")),
+    Case("spec-bad-speculation-negative", "resolve_speculation", "TSFFI_ERR_REFUSED",
+         options=_j({"speculation": -1}), message=invalid_block("-1")),
+    # a bad "tsffi" object: status 1, naming the key, what it got, what it accepts
     Case("spec-bad-temperature", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"temperature": -1}), message=Has("temperature", "-1", ">= 0")),
+         options=_j({"temperature": -1}), message=Has("tsffi.temperature", "-1", ">= 0")),
     Case("spec-bad-temperature-string", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"temperature": "hot"}), message=Has("temperature", '"hot"')),
+         options=_j({"temperature": "hot"}), message=Has("tsffi.temperature", '"hot"')),
     Case("spec-bad-blocker-empty", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"engineBlocker": ""}), message=Has("engineBlocker", '""')),
+         options=_j({"engineBlocker": ""}), message=Has("tsffi.engineBlocker", '""')),
     Case("spec-bad-blocker-number", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"engineBlocker": 3}), message=Has("engineBlocker", "3")),
-    Case("spec-duplicate-key", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=b'{"speculation": 2, "speculation": 3}', message=Has("speculation")),
-    # near-miss keys: a typo that would silently become a default is refused
-    Case("spec-near-miss-typo", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"speculaton": 2}), message=Has('"speculaton"', '"speculation"')),
-    Case("spec-near-miss-case", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"Speculation": 2}), message=Has('"Speculation"', '"speculation"')),
-    Case("spec-near-miss-drafter", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"speculativeDrafer": "dflash"}),
-         message=Has('"speculativeDrafer"', '"speculativeDrafter"')),
-    Case("spec-near-miss-snake", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"speculative_drafter": "dflash"}),
-         message=Has('"speculative_drafter"', '"speculativeDrafter"')),
-    Case("spec-near-miss-temperature", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"temprature": 0.7}), message=Has('"temprature"', '"temperature"')),
-    Case("spec-near-miss-blocker", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
-         options=_j({"EngineBlocker": "x"}), message=Has('"EngineBlocker"', '"engineBlocker"')),
+         options=_j({"engineBlocker": 3}), message=Has("tsffi.engineBlocker", "3")),
+    Case("spec-tsffi-unknown-key", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         options=_top({"tsffi": {"temprature": 0.7}}),
+         message=Has("tsffi", '"temprature"', '"engineBlocker"', '"temperature"')),
+    Case("spec-tsffi-not-object", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
+         options=_top({"tsffi": [0.7]}), message=Has("tsffi", "an array", "object")),
+    # the preview's keys at the top level are ignored, as the open ignores them
+    Case("spec-top-level-temperature-ignored", "resolve_speculation", "TSFFI_OK",
+         options=_top({"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}),
+         json=_spec(2, "dflash")),
+    Case("spec-top-level-blocker-ignored", "resolve_speculation", "TSFFI_OK",
+         options=_top({"engineBlocker": VISION_BLOCKER, "speculation": 2}),
+         json=_spec(2, "mtp")),
+    Case("spec-duplicate-key", "resolve_speculation", "TSFFI_ERR_JSON",
+         options=b'{"speculation": 2, "speculation": 3}',
+         message=serde("duplicate field `speculation` at line 1 column 32")),
+    # near-miss keys: the open ignores them (auto), so the call succeeds; the
+    # plan and the table carry a warning
+    Case("spec-near-miss-typo", "resolve_speculation", "TSFFI_OK",
+         options=_j({"speculaton": 3}), json=_spec(2, "mtp")),
+    Case("spec-near-miss-case", "resolve_speculation", "TSFFI_OK",
+         options=_j({"Speculation": "off"}), json=_spec(2, "mtp")),
+    Case("spec-near-miss-drafter", "resolve_speculation", "TSFFI_OK",
+         options=_j({"speculativeDrafer": "dflash"}), json=_spec(2, "mtp")),
+    Case("spec-near-miss-snake", "resolve_speculation", "TSFFI_OK",
+         options=_j({"speculative_drafter": "dflash"}), json=_spec(2, "mtp")),
+    Case("spec-near-miss-temperature", "resolve_speculation", "TSFFI_OK",
+         options=_top({"temprature": 0.7, "speculativeDrafter": "dflash"}),
+         json=_spec(2, "dflash")),
+    Case("spec-near-miss-blocker", "resolve_speculation", "TSFFI_OK",
+         options=_top({"EngineBlocker": "x"}), json=_spec(2, "mtp")),
     # not UTF-8
     Case("spec-non-utf8", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=b'{"contextName": "\xff\xfe"}', message=Has("options_json", "UTF-8")),
     Case("spec-non-utf8-truncated-sequence", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT",
          options=b'{"engineBlocker": "caf\xc3"}', message=Has("options_json", "UTF-8")),
-    # JSON that does not parse, or is not an object
+    # text the open's decoder refuses: status 4, serde's words and position
     Case("spec-json-unterminated", "resolve_speculation", "TSFFI_ERR_JSON", options=b"{",
-         message=Has("options_json")),
+         message=serde("EOF while parsing an object at line 1 column 1")),
     Case("spec-json-garbage", "resolve_speculation", "TSFFI_ERR_JSON", options=b"speculation=2",
-         message=Has("options_json")),
+         message=serde("expected value at line 1 column 1")),
     Case("spec-json-trailing", "resolve_speculation", "TSFFI_ERR_JSON",
-         options=b'{"speculation": 2} x', message=Has("options_json")),
+         options=b'{"speculation": 2} x', message=serde("trailing characters at line 1 column 20")),
     Case("spec-json-nan", "resolve_speculation", "TSFFI_ERR_JSON",
-         options=b'{"temperature": NaN}', message=Has("options_json")),
-    Case("spec-json-array", "resolve_speculation", "TSFFI_ERR_JSON", options=b"[]",
-         message=Has("options_json", "object")),
+         options=b'{"temperature": NaN}', message=serde("expected value at line 1 column 17")),
+    # a top-level array is read positionally, as the open reads it
+    Case("spec-json-array", "resolve_speculation", "TSFFI_OK", options=b"[]",
+         json=_spec(2, "mtp")),
+    Case("spec-json-array-positional", "resolve_speculation", "TSFFI_OK",
+         options=b'[null, null, null, null, null, null, 4, "dflash"]', json=_spec(4, "dflash")),
     Case("spec-json-null", "resolve_speculation", "TSFFI_ERR_JSON", options=b"null",
-         message=Has("options_json", "object")),
+         message=serde("invalid type: null, expected struct OpenOptions at line 1 column 4")),
     Case("spec-json-number", "resolve_speculation", "TSFFI_ERR_JSON", options=b"42",
-         message=Has("options_json", "object")),
+         message=serde("invalid type: integer `42`, expected struct OpenOptions at line 1 "
+                       "column 2")),
     Case("spec-json-string", "resolve_speculation", "TSFFI_ERR_JSON", options=b'"auto"',
-         message=Has("options_json", "object")),
+         message=serde('invalid type: string "auto", expected struct OpenOptions at line 1 '
+                       "column 6")),
     Case("spec-json-whitespace", "resolve_speculation", "TSFFI_ERR_JSON", options=b"   ",
-         message=Has("options_json")),
+         message=serde("EOF while parsing a value at line 1 column 3")),
     Case("spec-null-out", "resolve_speculation", "TSFFI_ERR_INVALID_ARGUMENT", options=b"{}",
          null_out=True, message=Has("out_json")),
 
@@ -409,24 +449,28 @@ CASES: list[Case] = [
          message=Has("model_dir", "empty")),
     Case("drafter-non-utf8-dir", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT",
          model_dir=b"/tmp/mod\xffels", message=Has("model_dir", "UTF-8")),
-    Case("drafter-bad-drafter", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
-         options=_j({"speculativeDrafter": "MTP"}), message=Has("speculativeDrafter", '"MTP"')),
-    Case("drafter-validates-speculation-too", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT",
-         install="mtp", options=_j({"speculation": "fast"}), message=Has("speculation", '"fast"')),
-    Case("drafter-near-miss", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
-         options=_j({"speculativedrafter": "dflash"}),
-         message=Has('"speculativedrafter"', '"speculativeDrafter"')),
+    Case("drafter-bad-drafter", "resolve_drafter", "TSFFI_ERR_REFUSED", install="mtp",
+         options=_j({"speculativeDrafter": "MTP"}),
+         message='speculativeDrafter must be auto, mtp or dflash, got "MTP"'),
+    Case("drafter-validates-speculation-too", "resolve_drafter", "TSFFI_ERR_REFUSED",
+         install="mtp", options=_j({"speculation": "fast"}),
+         message='speculation must be "off", "auto" or a block in 1..=15, got "fast"'),
+    Case("drafter-validates-engine-keys", "resolve_drafter", "TSFFI_ERR_REFUSED",
+         install="mtp", options=_j({"kvBits": "5", "speculation": 3}),
+         message='kvBits must be off, 2, 3, 3.5 or 4, got "5"'),
+    Case("drafter-near-miss", "resolve_drafter", "TSFFI_OK", install="dflash",
+         options=_j({"speculativedrafter": "dflash"}), json=CHOICE_NOTE),
     Case("drafter-non-utf8-options", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT",
          install="mtp", options=b'{"\x80": 1}', message=Has("options_json", "UTF-8")),
-    Case("drafter-json-array", "resolve_drafter", "TSFFI_ERR_JSON", install="mtp",
-         options=b'["dflash"]', message=Has("options_json")),
+    Case("drafter-json-array", "resolve_drafter", "TSFFI_ERR_REFUSED", install="mtp",
+         options=b'["dflash"]', message='maxContext must be a number or "auto", got "dflash"'),
     Case("drafter-json-broken", "resolve_drafter", "TSFFI_ERR_JSON", install="mtp",
-         options=b'{"speculativeDrafter": }', message=Has("options_json")),
+         options=b'{"speculativeDrafter": }', message=serde("expected value at line 1 column 24")),
     Case("drafter-null-out", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
          null_out=True, message=Has("out_json")),
-    Case("drafter-block-16", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT", install="moe",
+    Case("drafter-block-16", "resolve_drafter", "TSFFI_ERR_REFUSED", install="moe",
          options=_j({"speculation": 16}), message=invalid_block("16")),
-    Case("drafter-block-0-missing-install", "resolve_drafter", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("drafter-block-0-missing-install", "resolve_drafter", "TSFFI_ERR_REFUSED",
          install="missing", options=_j({"speculation": "0"}), message=invalid_block('"0"')),
 
     # ----- tsffi_draft_policies, fed exactly what tsffi_resolve_drafter returned
@@ -483,25 +527,25 @@ CASES: list[Case] = [
          message=Has("choice_json", "installHasMtpHead")),
     Case("policies-choice-non-utf8", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=b'{"drafter": "mtp\xff"}', message=Has("choice_json", "UTF-8")),
-    Case("policies-bad-option", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("policies-bad-option", "draft_policies", "TSFFI_ERR_REFUSED",
          choice=Chain("mtp"), options=_j({"speculation": "fast"}),
-         message=Has("speculation", '"fast"')),
-    Case("policies-near-miss", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
-         choice=Chain("mtp"), options=_j({"speculatio": 2}),
-         message=Has('"speculatio"', '"speculation"')),
+         message='speculation must be "off", "auto" or a block in 1..=15, got "fast"'),
+    Case("policies-near-miss", "draft_policies", "TSFFI_OK",
+         choice=Chain("mtp"), options=_j({"speculatio": 2}), json=_pol(mtp=("auto", None))),
     Case("policies-options-json", "draft_policies", "TSFFI_ERR_JSON", choice=Chain("mtp"),
-         options=b"[2]", message=Has("options_json")),
+         options=b"[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]",
+         message=serde("invalid type: integer `4`, expected a string at line 1 column 8")),
     Case("policies-null-out", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
          choice=_j(CHOICE_MTP), null_out=True, message=Has("out_json")),
-    Case("policies-block-16", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("policies-block-16", "draft_policies", "TSFFI_ERR_REFUSED",
          choice=Chain("mtp"), options=_j({"speculation": 16}), message=invalid_block("16")),
-    Case("policies-block-16-string-note", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("policies-block-16-string-note", "draft_policies", "TSFFI_ERR_REFUSED",
          choice=Chain("dflash"), options=_j({"speculation": "16"}),
          message=invalid_block('"16"')),
-    Case("policies-block-u32-max-moe", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("policies-block-u32-max-moe", "draft_policies", "TSFFI_ERR_REFUSED",
          choice=Chain("moe"), options=_j({"speculation": 4294967295}),
          message=invalid_block("4294967295")),
-    Case("policies-block-0", "draft_policies", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("policies-block-0", "draft_policies", "TSFFI_ERR_REFUSED",
          choice=Chain("none"), options=_j({"speculation": 0}), message=invalid_block("0")),
 
     # ----- tsffi_speculation_plan: the whole flow
@@ -537,27 +581,27 @@ CASES: list[Case] = [
          json=_plan(CHOICE_MTP, _pol(mtp=("fixed", 3)), _spec(3, "mtp"))),
     Case("plan-mtp-off", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"speculation": "off"}), json=_plan(CHOICE_MTP, OFF_OFF, _spec(None, None))),
-    Case("plan-mtp-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="mtp",
+    Case("plan-mtp-block-16", "speculation_plan", "TSFFI_ERR_REFUSED", install="mtp",
          options=_j({"speculation": 16}), message=invalid_block("16")),
-    # Refused at parse time whatever blocker stands: the MoE install's, the
-    # DFlash2 note, the host's, an unreadable or missing install.
-    Case("plan-moe-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="moe",
+    # Refused by the open's mapping whatever blocker stands: the MoE install's,
+    # the DFlash2 note, the host's, an unreadable or missing install.
+    Case("plan-moe-block-16", "speculation_plan", "TSFFI_ERR_REFUSED", install="moe",
          options=_j({"speculation": 16}), message=invalid_block("16")),
-    Case("plan-moe-block-16-string", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("plan-moe-block-16-string", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="moe", options=_j({"speculation": "16"}), message=invalid_block('"16"')),
-    Case("plan-moe-block-0", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="moe",
+    Case("plan-moe-block-0", "speculation_plan", "TSFFI_ERR_REFUSED", install="moe",
          options=_j({"speculation": 0}), message=invalid_block("0")),
-    Case("plan-moe-block-u32-max", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("plan-moe-block-u32-max", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="moe", options=_j({"speculation": 4294967295}),
          message=invalid_block("4294967295")),
-    Case("plan-dflash-only-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("plan-dflash-only-block-16", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="dflash", options=_j({"speculation": 16}), message=invalid_block("16")),
-    Case("plan-engine-blocker-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("plan-engine-blocker-block-16", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="mtp", options=_j({"engineBlocker": VISION_BLOCKER, "speculation": 16}),
          message=invalid_block("16")),
-    Case("plan-unreadable-block-0", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("plan-unreadable-block-0", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="unreadable", options=_j({"speculation": "0"}), message=invalid_block('"0"')),
-    Case("plan-missing-block-16", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("plan-missing-block-16", "speculation_plan", "TSFFI_ERR_REFUSED",
          install="missing", options=_j({"speculation": 16}), message=invalid_block("16")),
     Case("plan-mtp-engine-blocker", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"engineBlocker": VISION_BLOCKER}),
@@ -589,15 +633,28 @@ CASES: list[Case] = [
          options=_j({"contextLength": 4096, "speculation": "auto", "kvCache": {"bits": 8}}),
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(2, "mtp"),
                     ignored=("contextLength", "kvCache"))),
-    Case("plan-near-miss", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="dflash",
+    Case("plan-near-miss", "speculation_plan", "TSFFI_OK", install="dflash",
          options=_j({"speculativeDrafters": "dflash"}),
-         message=Has('"speculativeDrafters"', '"speculativeDrafter"')),
-    Case("plan-bad-value", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", install="dflash",
-         options=_j({"speculativeDrafter": "DFLASH"}), message=Has("speculativeDrafter")),
+         json=_plan(CHOICE_NOTE, OFF_OFF, _spec(None, None, DFLASH_NOTE),
+                    ignored=("speculativeDrafters",),
+                    warnings=(NEAR.format("speculativeDrafters", "speculativeDrafter"),))),
+    Case("plan-top-level-preview-keys", "speculation_plan", "TSFFI_OK", install="mtp",
+         options=_top({"engineBlocker": VISION_BLOCKER, "temperature": 0.7, "speculation": 2}),
+         json=_plan(CHOICE_MTP, _pol(mtp=("fixed", 2)), _spec(2, "mtp"),
+                    ignored=("engineBlocker", "temperature"),
+                    warnings=(MOVED.format("engineBlocker"), MOVED.format("temperature")))),
+    Case("plan-bad-value", "speculation_plan", "TSFFI_ERR_REFUSED", install="dflash",
+         options=_j({"speculativeDrafter": "DFLASH"}),
+         message='speculativeDrafter must be auto, mtp or dflash, got "DFLASH"'),
+    Case("plan-open-order", "speculation_plan", "TSFFI_ERR_REFUSED", install="mtp",
+         options=_j({"speculation": 0, "maxContext": "big"}),
+         message='maxContext must be a number or "auto", got "big"'),
     Case("plan-json", "speculation_plan", "TSFFI_ERR_JSON", install="dflash", options=b"{,}",
-         message=Has("options_json")),
+         message=serde("key must be a string at line 1 column 2")),
     Case("plan-json-not-object", "speculation_plan", "TSFFI_ERR_JSON", install="dflash",
-         options=b"true", message=Has("options_json", "object")),
+         options=b"true",
+         message=serde("invalid type: boolean `true`, expected struct OpenOptions at line 1 "
+                       "column 4")),
     Case("plan-null-dir", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=NULL,
          options=b"{}", message=Has("model_dir")),
     Case("plan-empty-dir", "speculation_plan", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=b"",
@@ -648,7 +705,7 @@ CASES: list[Case] = [
     Case("choices-mtp", "speculation_choices", "TSFFI_OK", install="mtp", options=b"{}",
          json=Subset(modelDir=Has("mtp"),
                      install={"installHasMtpHead": True, "installHasDflash": False},
-                     ignoredKeys=[])),
+                     ignoredKeys=[], warnings=[])),
     Case("choices-null-options", "speculation_choices", "TSFFI_OK", install="dflash",
          options=NULL,
          json=Subset(install={"installHasMtpHead": False, "installHasDflash": True})),
@@ -664,24 +721,25 @@ CASES: list[Case] = [
     # A refused selection is not a failure: the table holds the refusal.
     Case("choices-selected-refused-item", "speculation_choices", "TSFFI_OK", install="none",
          options=_j({"speculation": 2}), json=Subset(ignoredKeys=[])),
-    Case("choices-block-16", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
-         install="mtp", options=_j({"speculation": 16}),
-         message=Has("speculation", "16", "1..=15", '"auto"', '"off"')),
-    Case("choices-block-0", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
-         install="mtp", options=_j({"speculation": "0"}),
-         message=Has("speculation", "0", "1..=15")),
-    Case("choices-bad-drafter", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+    Case("choices-block-16", "speculation_choices", "TSFFI_ERR_REFUSED",
+         install="mtp", options=_j({"speculation": 16}), message=invalid_block("16")),
+    Case("choices-block-0", "speculation_choices", "TSFFI_ERR_REFUSED",
+         install="mtp", options=_j({"speculation": "0"}), message=invalid_block("0")),
+    Case("choices-bad-drafter", "speculation_choices", "TSFFI_ERR_REFUSED",
          install="mtp", options=_j({"speculativeDrafter": "eagle"}),
-         message=Has("speculativeDrafter", '"eagle"', '"auto"', '"mtp"', '"dflash"')),
+         message='speculativeDrafter must be auto, mtp or dflash, got "eagle"'),
     Case("choices-bad-temperature", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
-         install="mtp", options=_j({"temperature": -1}), message=Has("temperature", "-1")),
-    Case("choices-near-miss", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
+         install="mtp", options=_j({"temperature": -1}),
+         message=Has("tsffi.temperature", "-1")),
+    Case("choices-near-miss", "speculation_choices", "TSFFI_OK",
          install="mtp", options=_j({"speculativ": 2}),
-         message=Has('"speculativ"', '"speculation"')),
+         json=Subset(ignoredKeys=["speculativ"],
+                     warnings=[NEAR.format("speculativ", "speculation")])),
     Case("choices-json", "speculation_choices", "TSFFI_ERR_JSON", install="mtp", options=b"{",
-         message=Has("options_json")),
+         message=serde("EOF while parsing an object at line 1 column 1")),
     Case("choices-json-not-object", "speculation_choices", "TSFFI_ERR_JSON", install="mtp",
-         options=b"[]", message=Has("options_json", "object")),
+         options=b"7", message=serde("invalid type: integer `7`, expected struct OpenOptions "
+                                     "at line 1 column 1")),
     Case("choices-null-dir", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",
          model_dir=NULL, options=b"{}", message=Has("model_dir")),
     Case("choices-empty-dir", "speculation_choices", "TSFFI_ERR_INVALID_ARGUMENT",

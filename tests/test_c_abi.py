@@ -222,7 +222,7 @@ def test_build_info_through_c(host_runs, case_file):
     _, spans = case_file
     (info,) = outcomes_of(host_runs["linked"], spans)["build-info"]
     value = json.loads(info.out)
-    assert value["abiVersion"] == 2
+    assert value["abiVersion"] == 3
     assert value["version"] == turbospark_ffi.__version__
     assert value["python"] == platform.python_version()
     assert value["library"] == os.path.realpath(LIBRARY)
@@ -312,7 +312,7 @@ def _race_expected(installs) -> list[str]:
     for i in range(16):
         op = i % 4
         if op == 0:
-            lines.append(f"t{i:02d} build_info status=0 err_len_ok=1 err= out=abiVersion=2")
+            lines.append(f"t{i:02d} build_info status=0 err_len_ok=1 err= out=abiVersion=3")
         elif op == 1:
             lines.append(f"t{i:02d} refused status=2 err_len_ok=1 "
                          f"err={escape(abi_cases.REFUSED_MESSAGE)} out=NULL")
@@ -464,7 +464,7 @@ def test_header_is_self_contained_c_with_only_stdint_and_stddef():
     includes = [line.split()[1] for line in text.splitlines()
                 if line.strip().startswith("#include")]
     assert includes == ["<stddef.h>", "<stdint.h>"]
-    assert "#define TSFFI_ABI_VERSION 2u" in text
+    assert "#define TSFFI_ABI_VERSION 3u" in text
 
 
 def test_installed_package_config_flags_build_a_working_host(tmp_path):

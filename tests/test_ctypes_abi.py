@@ -386,7 +386,7 @@ PYTHON_HOST = textwrap.dedent(r'''
         out = ctypes.c_void_p()
         barrier.wait()
         if i % 2:
-            rc = lib.tsffi_resolve_speculation(b'{"speculativeDrafter": "dflash", "temperature": 0.7, "speculation": 2}', ctypes.byref(out))
+            rc = lib.tsffi_resolve_speculation(b'{"speculativeDrafter": "dflash", "tsffi": {"temperature": 0.7}, "speculation": 2}', ctypes.byref(out))
         else:
             rc = lib.tsffi_resolve_drafter(sys.argv[2].encode(), None, ctypes.byref(out))
         n = lib.tsffi_last_error(None, 0)

@@ -6,7 +6,11 @@ lower layer or its own, and the imports form no cycle. A new module fails
 here until it is given a layer.
 
     0  errors, _value               values and errors
-    1  jsontext                     JSON text in and out, no shapes
+    1  jsontext, typed_json, rust_text
+                                    JSON text in and out, no shapes; JSON
+                                    text decoded into a declared type as
+                                    serde_json decodes it; Rust's texts of
+                                    values
     2  resident_index, expert_layout, model_names
                                     the install's files: the reader, the
                                     layout, model names
@@ -34,7 +38,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "turbospark_ffi"
 
 LAYERS = {
     "errors": 0, "_value": 0,
-    "jsontext": 1,
+    "jsontext": 1, "typed_json": 1, "rust_text": 1,
     "resident_index": 2, "expert_layout": 2, "model_names": 2,
     "policy": 3,
     "options": 4, "blockers": 4,

@@ -18,6 +18,7 @@ __all__ = [
     "InvalidArgument",
     "JsonArgumentError",
     "SpeculationRefused",
+    "OptionRefused",
     "ResidentIndexError",
 ]
 
@@ -86,3 +87,12 @@ class ResidentIndexError(TurbosparkError):
     def __init__(self, message: str, *, check: str) -> None:
         super().__init__(message)
         self.check = check
+
+
+class OptionRefused(TurbosparkError):
+    """An option the engine's open refuses in its mapping stage (TSFFI_ERR_REFUSED,
+    the open's TS_ERR_OPEN): the message is the engine's own, bare, byte for
+    byte (TURBOSPARK_FACTS.md section 10 item 4), so a host that shows the
+    open's refusal and ours shows the same words."""
+
+    status = 2

@@ -1,55 +1,311 @@
-"""Option keys to typed requests: the same JSON object a host gives the engine's
-open (docs/ENGINE.md section 5), read strictly.
+"""Options text to a typed request, exactly as the engine's open reads the
+same text (TURBOSPARK_FACTS.md section 10): the same acceptance, refusal,
+status and message, so a preview never disagrees with the open.
 
-The grammar, in one place:
+The open's option stage, in the order a text meets it:
 
-    speculation         "auto" | "off" (ASCII, any case) | a block in 1..=15:
-                        a JSON integer or a string of ASCII digits | null
-                        (= auto). A block outside 1..=15 (0 included) is an
-                        invalid option, refused here before any install is
-                        read, as the engine's options parser refuses it: 0
-                        proposes nothing, and block B verifies B+1 rows
-                        against the batched verify's cap of 16. (The original module's
-                        own range arm in `resolve_speculation` stays, for a
-                        Python caller who builds `Speculation.block(16)`.)
-    speculativeDrafter  "auto" | "mtp" | "dflash" (exact) | null (= auto)
-    temperature         a finite number >= 0 | null (= absent: the open-time
-                        decision, which assumes deterministic decoding)
-    engineBlocker       a non-empty string (the engine's reason) | null (the
-                        engine reported none) | absent (preview the install)
+1. NULL or "" = all defaults; text that is not UTF-8: status 1.
+2. serde's decoding into the open's `#[derive(Deserialize)]
+   #[serde(default, rename_all = "camelCase")]` struct of the 16 keys of
+   `OPTION_TABLE` (typed_json: unknown keys skipped at any depth and size, a
+   known key twice refused, null = absent, a top-level array read
+   positionally): any failure is status 4, "options: " + serde's text.
+3. The mapping, key by key in `MAPPING_ORDER`, then the steering-without-path
+   rule: the first failure is the answer, status 2 (OptionRefused), with the
+   engine's bare message. The library uses only `speculation` and
+   `speculativeDrafter`; it checks the rest because the open does.
 
-Any other key is ignored -- a host passes its whole open-options object -- and
-reported back, EXCEPT a near-miss of a key above (same letters in another
-case, or within two edits): that is a typo that would otherwise silently
-become a default, so it is refused naming the key it resembles. A key above
-given twice is refused. Every refusal names the key, the value it got and
-what it accepts.
+Then this library's own inputs, which the open never reads, come from one
+namespaced object the engine ignores like any unknown key:
+
+    "tsffi": {"engineBlocker": string | null, "temperature": number | null}
+
+read strictly (an unknown key, a wrong type, a key twice: status 1, the
+message naming the key, what it got and what it accepts). `engineBlocker`:
+a non-empty string without NUL or lone surrogate (the engine's reason),
+null (the engine reported none), absent (preview the install).
+`temperature`: a finite number >= 0, absent or null = the open's own
+assumption, deterministic decoding.
+
+Every other top-level key is ignored, as the open ignores it, and listed in
+`ignored_keys` (a lone surrogate shown as U+FFFD, so every result stays text
+Swift's decoders accept); a near-miss of one of the 16 keys, and a top-level
+`temperature` or `engineBlocker` (which moved into "tsffi" in ABI 3), gets a
+warning string too -- a hint, never a refusal, since the open accepts them.
 """
 
 from __future__ import annotations
 
 from ._value import Value
-from .errors import InvalidArgument, JsonArgumentError
-from .jsontext import parse_json_object, show_value as _show
-from .policy import (ALLOWED_SPECULATION_BLOCKS, ALLOWED_SPECULATION_BLOCKS_TEXT,
-                     DRAFTER_SPELLINGS, U32_MAX, Speculation, SpeculativeDrafter)
+from .errors import InvalidArgument, JsonArgumentError, OptionRefused
+from .policy import U32_MAX, Speculation, SpeculativeDrafter
 
-__all__ = ["OPTION_KEYS", "MAX_OPTIONS_BYTES", "ABSENT", "DEFAULT_OPTIONS", "Options",
-           "parse_options", "allowed_block", "decode_text", "near_miss"]
+__all__ = ["OPTION_TABLE", "OPTION_KEYS", "MAPPING_ORDER", "TSFFI_KEY", "TSFFI_KEYS",
+           "MAX_OPTIONS_BYTES", "ABSENT", "DEFAULT_OPTIONS", "Options", "parse_options",
+           "allowed_block", "decode_text", "near_miss", "map_options", "read_tsffi",
+           "replace_lone_surrogates"]
 
-OPTION_KEYS = ("speculation", "speculativeDrafter", "temperature", "engineBlocker")
-# A GUI's open-options object is a few hundred bytes; this refuses a 10 MB
-# argument before any of it is parsed.
-MAX_OPTIONS_BYTES = 1 << 20
+# The open has no size cap; this library's own bound, far above any real
+# options object (a few hundred bytes), so a runaway argument is refused
+# (status 1) before any of it is decoded.
+MAX_OPTIONS_BYTES = 16 << 20
+TSFFI_KEY = "tsffi"
+TSFFI_KEYS = ("engineBlocker", "temperature")
 
-_SPECULATION_ACCEPTS = (f'"auto", "off" (any case), null, or a block in '
-                        f'{ALLOWED_SPECULATION_BLOCKS_TEXT} as a JSON integer or a string of '
-                        'ASCII digits')
-_DRAFTER_ACCEPTS = ", ".join(f'"{s}"' for s in DRAFTER_SPELLINGS) + " (exact spelling) or null"
-_TEMPERATURE_ACCEPTS = "a finite number >= 0, or null"
-_BLOCKER_ACCEPTS = ("a non-empty string without NUL characters (the engine's reason), or null "
-                    "(the engine reported none)")
+_EXPERT_CACHE_SLOTS = (8, 16, 24, 32, 48, 64, 96, 128)
+_LOAD_GUARD_TIERS = ("off", "relaxed", "balanced", "strict")
+_STEERING_MODES = ("ablate", "add", "clamp", "renorm")
+_POWER_PROFILES = ("performance", "balanced", "efficiency")
+_KV_BITS = ("off", "2", "3", "3.5", "4")
+_DRAFTERS = ("auto", "mtp", "dflash")
 
+
+# ---------------------------------------------------------------------------
+# Rust's texts for values (rust_text; imported when a message is worded:
+# a text the open accepts never needs them).
+
+def _v(value: object) -> str:
+    from .rust_text import compact
+    return compact(value)
+
+
+def _s(text: str) -> str:
+    from .rust_text import rust_debug_str
+    return rust_debug_str(text)
+
+
+def _x(number: float) -> str:
+    from .rust_text import rust_display_f64
+    return rust_display_f64(number)
+
+
+def _refuse(template: str, **values: str) -> OptionRefused:
+    return OptionRefused(template.format(**values))
+
+
+# ---------------------------------------------------------------------------
+# The mappers: each takes the decoded value (never None: null is absent and
+# absent keys are not mapped) and returns what the request keeps, or raises
+# OptionRefused in the engine's words. `messages` is the key's row of
+# OPTION_TABLE: every message is written there, once.
+
+def _is_auto(value: object) -> bool:
+    # Rust's eq_ignore_ascii_case: only ASCII letters fold.
+    return type(value) is str and value.isascii() and value.lower() == "auto"
+
+
+def _count(value: object, messages: tuple[str, ...]) -> int | None:
+    """maxContext's rules (and expertCacheSlots' first two)."""
+    if _is_auto(value):
+        return None
+    if type(value) is int and 0 <= value <= U32_MAX:
+        return value
+    if type(value) in (int, float):
+        raise _refuse(messages[0], v=_v(value))
+    raise _refuse(messages[1], v=_v(value))
+
+
+def _map_max_context(value: object, messages: tuple[str, ...]) -> None:
+    _count(value, messages)
+
+
+def _map_expert_cache_slots(value: object, messages: tuple[str, ...]) -> None:
+    n = _count(value, messages)
+    if n is not None and n not in _EXPERT_CACHE_SLOTS:
+        raise _refuse(messages[2], n="%d" % n)
+
+
+def _map_load_guard(value: object, messages: tuple[str, ...]) -> None:
+    if type(value) is str:
+        if value.lower() not in _LOAD_GUARD_TIERS:
+            raise _refuse(messages[0], s=value)
+    elif type(value) in (int, float):
+        if not (type(value) is int and value > 0):
+            raise _refuse(messages[1], v=_v(value))
+    else:
+        raise _refuse(messages[2], v=_v(value))
+
+
+def _u64(text: str) -> int | None:
+    """Rust's `str::parse::<u64>`: ASCII digits after an optional "+",
+    leading zeros allowed, nothing else; None when it does not parse."""
+    digits = text[1:] if text[:1] == "+" else text
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return None
+    # Length first: int() refuses more than 4,300 digits.
+    stripped = digits.lstrip("0") or "0"
+    if len(stripped) > 20:
+        return None
+    n = int(stripped)
+    return n if n < 1 << 64 else None
+
+
+def _map_speculation(value: object, messages: tuple[str, ...]) -> Speculation:
+    if type(value) is str:
+        if value.isascii():
+            folded = value.lower()
+            if folded == "auto":
+                return Speculation.AUTO
+            if folded == "off":
+                return Speculation.OFF
+        n = _u64(value)
+        if n is None:
+            raise _refuse(messages[1], s=_s(value))
+        return _block(n, messages)
+    if type(value) is int and value >= 0:
+        return _block(value, messages)
+    if type(value) in (int, float):
+        raise _refuse(messages[0], n=_v(value))
+    raise _refuse(messages[1], s=_v(value))
+
+
+def _block(n: int, messages: tuple[str, ...]) -> Speculation:
+    if 1 <= n <= 15:
+        return Speculation.block(n)
+    raise _refuse(messages[0], n="%d" % n)
+
+
+def _map_drafter(value: object, messages: tuple[str, ...]) -> SpeculativeDrafter:
+    if value in _DRAFTERS:
+        return SpeculativeDrafter(value)
+    raise _refuse(messages[0], s=_s(value))
+
+
+def _one_of(choices: tuple[str, ...], fold: bool):
+    def check(value: object, messages: tuple[str, ...]) -> None:
+        if (value.lower() if fold else value) not in choices:
+            raise _refuse(messages[0], s=_s(value))
+    return check
+
+
+def _finite(at_least_zero: bool):
+    def check(value: object, messages: tuple[str, ...]) -> None:
+        number = float(value)
+        # NaN fails both comparisons (no `math` import: cold start).
+        if not (-_INF < number < _INF) or (at_least_zero and not number >= 0):
+            raise _refuse(messages[0], x=_x(number))
+    return check
+
+
+_INF = float("inf")
+
+
+def _usize(text: str) -> int | None:
+    n = _u64(text.strip())
+    return n
+
+
+def _map_steering_layers(value: object, messages: tuple[str, ...]) -> None:
+    start, colon, end = value.partition(":")
+    first, last = _usize(start), _usize(end) if colon else None
+    if first is None or last is None or last < first:
+        raise _refuse(messages[0], s=_s(value))
+
+
+class _Key:
+    """One row of OPTION_TABLE: the key as the open spells it, its serde
+    type's name in typed_json, its mapper (None: only the type is checked)
+    and its messages, written once."""
+
+    __slots__ = ("name", "serde_type", "mapper", "messages")
+
+    def __init__(self, name: str, serde_type: str, mapper, *messages: str) -> None:
+        self.name = name
+        self.serde_type = serde_type
+        self.mapper = mapper
+        self.messages = messages
+
+    def __repr__(self) -> str:
+        return f"_Key({self.name!r}, {self.serde_type!r})"
+
+
+_COUNT_MESSAGES = ("{name} must be a non-negative integer, got {{v}}",
+                   '{name} must be a number or "auto", got {{v}}')
+
+
+def _counted(name: str) -> tuple[str, ...]:
+    return tuple(message.format(name=name) for message in _COUNT_MESSAGES)
+
+
+# The open's 16 keys in declaration order, which is also the positional
+# order of a top-level array (TURBOSPARK_FACTS.md section 10 item 3).
+OPTION_TABLE = (
+    _Key("maxContext", "ANY", _map_max_context, *_counted("maxContext")),
+    _Key("expertCacheSlots", "ANY", _map_expert_cache_slots, *_counted("expertCacheSlots"),
+         'expertCacheSlots must be "auto" or one of [8, 16, 24, 32, 48, 64, 96, 128], '
+         "got {n}"),
+    _Key("powerProfile", "STRING", _one_of(_POWER_PROFILES, False),
+         "powerProfile must be performance, balanced or efficiency, got {s}"),
+    _Key("loadGuard", "ANY", _map_load_guard,
+         "loadGuard must be off, relaxed, balanced, strict or a byte count, got {s}",
+         "loadGuard as a byte ceiling must be positive, got {v}",
+         "loadGuard must be a tier name or a byte count, got {v}"),
+    _Key("minAutoContext", "U32", None),
+    _Key("maxTokensPerSec", "F64", None),
+    _Key("speculation", "ANY", _map_speculation,
+         "speculation block must be in 1..=15, got {n}",
+         'speculation must be "off", "auto" or a block in 1..=15, got {s}'),
+    _Key("speculativeDrafter", "STRING", _map_drafter,
+         "speculativeDrafter must be auto, mtp or dflash, got {s}"),
+    _Key("steering", "STRING", None),
+    _Key("steeringMode", "STRING", _one_of(_STEERING_MODES, False),
+         'steeringMode must be one of ["ablate", "add", "clamp", "renorm"], got {s}'),
+    _Key("steeringScale", "F64", _finite(False),
+         "steeringScale must be a finite number, got {x}"),
+    _Key("steeringLayers", "STRING", _map_steering_layers,
+         "steeringLayers must be START:END, inclusive and 0-based, got {s}"),
+    _Key("steeringTarget", "F64", _finite(False),
+         "steeringTarget must be a finite number, got {x}"),
+    _Key("steeringGate", "F64", _finite(True),
+         "steeringGate must be a finite number >= 0, got {x}"),
+    _Key("visionSidecar", "STRING", None),
+    _Key("kvBits", "STRING", _one_of(_KV_BITS, True),
+         "kvBits must be off, 2, 3, 3.5 or 4, got {s}"),
+)
+OPTION_KEYS = tuple(key.name for key in OPTION_TABLE)
+_BY_NAME = {key.name: key for key in OPTION_TABLE}
+# The open maps its options in this order (FACTS section 10 item 4); the
+# first failure is its answer, so with two bad options this names the same.
+MAPPING_ORDER = ("maxContext", "expertCacheSlots", "loadGuard", "speculation",
+                 "speculativeDrafter", "steeringMode", "steeringScale", "steeringTarget",
+                 "steeringGate", "steeringLayers", "powerProfile", "kvBits")
+_STEERING_EXTRAS = ("steeringMode", "steeringScale", "steeringLayers", "steeringTarget",
+                    "steeringGate")
+STEERING_WITHOUT_PATH = "steering options given without a steering vector path"
+
+
+def map_options(fields: dict) -> tuple[Speculation, SpeculativeDrafter]:
+    """The open's mapping of decoded `fields` (typed_json's StructValue.fields:
+    present, non-null keys): the speculation and drafter asked for, or
+    OptionRefused with the first failure's message."""
+    mapped: dict[str, object] = {}
+    for name in MAPPING_ORDER:
+        value = fields.get(name)
+        if value is not None:
+            key = _BY_NAME[name]
+            mapped[name] = key.mapper(value, key.messages)
+    if "steering" not in fields and any(name in fields for name in _STEERING_EXTRAS):
+        raise OptionRefused(STEERING_WITHOUT_PATH)
+    return (mapped.get("speculation", Speculation.AUTO),
+            mapped.get("speculativeDrafter", SpeculativeDrafter.AUTO))
+
+
+_struct = None
+
+
+def _open_options():
+    """The open's struct as typed_json declares it, made on first use."""
+    global _struct
+    if _struct is None:
+        from . import typed_json
+        _struct = typed_json.Struct("OpenOptions", tuple(
+            typed_json.Field(key.name, typed_json.Option(getattr(typed_json, key.serde_type)))
+            for key in OPTION_TABLE))
+    return _struct
+
+
+# ---------------------------------------------------------------------------
+# The library's own inputs: the "tsffi" object.
 
 class _Absent:
     __slots__ = ()
@@ -62,37 +318,83 @@ class _Absent:
 
 
 ABSENT = _Absent()
-"""`engineBlocker` not given at all (as opposed to null)."""
+"""`tsffi.engineBlocker` not given at all (as opposed to null)."""
+
+_TSFFI_ACCEPTS = 'an object with the keys "engineBlocker" and "temperature", or null'
+_BLOCKER_ACCEPTS = ("a non-empty string without NUL characters or lone surrogates (the "
+                    "engine's reason), or null (the engine reported none)")
+_TEMPERATURE_ACCEPTS = "a finite number >= 0, or null (deterministic decoding)"
 
 
-class Options(Value):
-    __slots__ = ("speculation", "drafter", "temperature", "engine_blocker", "ignored_keys")
-
-    def __init__(self, speculation: Speculation = Speculation.AUTO,
-                 drafter: SpeculativeDrafter = SpeculativeDrafter.AUTO,
-                 temperature: float | None = None, engine_blocker: object = ABSENT,
-                 ignored_keys: tuple[str, ...] = ()) -> None:
-        self._init(speculation=speculation, drafter=drafter, temperature=temperature,
-                   engine_blocker=engine_blocker, ignored_keys=ignored_keys)
-
-    @property
-    def deterministic(self) -> bool:
-        """Absent temperature is the open-time decision, which assumes greedy."""
-        return self.temperature is None or self.temperature == 0
+def _show(value: object) -> str:
+    from .jsontext import show_value
+    return show_value(replace_lone_surrogates(value) if type(value) is str else value)
 
 
-DEFAULT_OPTIONS = Options()
-
-
-def decode_text(raw: bytes, what: str) -> str:
-    """`raw` as UTF-8, or InvalidArgument naming `what` and the bad byte."""
+def read_tsffi(raw: str | None) -> tuple[float | None, object]:
+    """(temperature, engine blocker) from the raw text of the "tsffi" value
+    (None: not given), or InvalidArgument naming what was wrong."""
+    if raw is None:
+        return None, ABSENT
+    if raw.strip(" \t\n\r") == "null":
+        return None, ABSENT
+    from .jsontext import parse_json_object
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidArgument(
-            f"{what} is not UTF-8 (invalid byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "accepts UTF-8 text") from None
+        value = parse_json_object(raw, TSFFI_KEY)
+    except JsonArgumentError as exc:
+        raise InvalidArgument(f"{exc}; accepts {_TSFFI_ACCEPTS}", option=TSFFI_KEY) from None
+    given: dict[str, object] = {}
+    for key, item in value:
+        if key not in TSFFI_KEYS:
+            raise InvalidArgument(f"{TSFFI_KEY}: unknown key {_show(key)}; accepts "
+                                  f"{_TSFFI_ACCEPTS}", option=TSFFI_KEY)
+        if key in given:
+            raise InvalidArgument(f"{TSFFI_KEY}.{key}: given more than once; accepts one value",
+                                  option=f"{TSFFI_KEY}.{key}")
+        given[key] = item
+    return (_temperature(given.get("temperature")),
+            _engine_blocker(given["engineBlocker"]) if "engineBlocker" in given else ABSENT)
 
+
+def _temperature(value: object) -> float | None:
+    if value is None:
+        return None
+    if type(value) in (int, float):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = _INF
+        if 0 <= number < _INF:
+            return number
+    raise InvalidArgument(f"{TSFFI_KEY}.temperature: got {_show(value)}; accepts "
+                          f"{_TEMPERATURE_ACCEPTS}", option=f"{TSFFI_KEY}.temperature")
+
+
+def _engine_blocker(value: object) -> str | None:
+    if value is None:
+        return None
+    # No NUL: the reason ends up in a refusal message, which a C host reads
+    # as a NUL-terminated string; no lone surrogate: it ends up in a result,
+    # which Swift's JSON decoders then refuse whole.
+    if type(value) is str and value and "\x00" not in value and \
+            replace_lone_surrogates(value) is value:
+        return value
+    raise InvalidArgument(f"{TSFFI_KEY}.engineBlocker: got {_show(value)}; accepts "
+                          f"{_BLOCKER_ACCEPTS}", option=f"{TSFFI_KEY}.engineBlocker")
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD (`text` itself when it has
+    none), so it can be written as UTF-8 JSON that Swift accepts."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+# ---------------------------------------------------------------------------
+# Ignored keys and the hints about them.
 
 def _osa_distance(a: str, b: str, limit: int) -> int:
     """Optimal-string-alignment edit distance, stopping early past `limit`."""
@@ -113,8 +415,16 @@ def _osa_distance(a: str, b: str, limit: int) -> int:
     return prev[-1]
 
 
+# Keys longer than the longest option key plus two edits cannot be near
+# misses: skipped before any distance is computed.
+_NEAR_MISS_MAX_LEN = max(map(len, OPTION_KEYS)) + 2
+
+
 def near_miss(key: str) -> str | None:
-    """The option key `key` is a likely typo of, or None."""
+    """The option key `key` is a likely typo of (same letters in another
+    case, or within two edits), or None."""
+    if len(key) > _NEAR_MISS_MAX_LEN:
+        return None
     folded = key.lower()
     best = None
     best_distance = 3
@@ -125,92 +435,66 @@ def near_miss(key: str) -> str | None:
     return best
 
 
-def allowed_block(n: int, value: object = None) -> Speculation:
-    """`Speculation.block(n)` for a block in 1..=15, else InvalidArgument in
-    the grammar's words (`value`: the option value as given, `n` by default)."""
-    if value is None:
-        value = n
-    if n in ALLOWED_SPECULATION_BLOCKS:
-        return Speculation.block(n)
-    why = ("0 proposes nothing" if n == 0 else
-           "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows")
-    raise InvalidArgument(f"speculation: got {_show(value)}, a block outside the allowed range "
-                          f"{ALLOWED_SPECULATION_BLOCKS_TEXT} ({why}); accepts "
-                          f"{_SPECULATION_ACCEPTS}", option="speculation")
+# Hints are for a person reading a settings pane's diagnostics: past this
+# many ignored keys no more are looked at, so 1 MiB of ignored keys costs no
+# more than a few hundred distance checks (the list itself is still whole).
+MAX_HINTED_KEYS = 256
+_MOVED_KEYS = frozenset(TSFFI_KEYS)
 
 
-def _speculation(value: object) -> Speculation:
-    if value is None:
-        return Speculation.AUTO
-    if type(value) is int:
-        if 0 <= value <= U32_MAX:
-            return allowed_block(value)
-        raise InvalidArgument(f"speculation: got {_show(value)}, which is not a block (blocks "
-                              f"are {ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts "
-                              f"{_SPECULATION_ACCEPTS}", option="speculation")
-    if isinstance(value, str):
-        if value.isascii():
-            folded = value.lower()
-            if folded == "auto":
-                return Speculation.AUTO
-            if folded == "off":
-                return Speculation.OFF
-            if value.isdigit():
-                # Length first: int() refuses more than 4,300 digits, and no
-                # u32 needs more than 10 once leading zeros are gone.
-                digits = value.lstrip("0") or "0"
-                if len(digits) <= 10 and int(digits) <= U32_MAX:
-                    return allowed_block(int(digits), value)
-                raise InvalidArgument(
-                    f"speculation: got {_show(value)}, which is not a block (blocks are "
-                    f"{ALLOWED_SPECULATION_BLOCKS_TEXT}); accepts {_SPECULATION_ACCEPTS}",
-                    option="speculation")
-    raise InvalidArgument(f"speculation: got {_show(value)}; accepts {_SPECULATION_ACCEPTS}",
-                          option="speculation")
+def _warnings(ignored: tuple[str, ...]) -> tuple[str, ...]:
+    hints = []
+    for key in ignored[:MAX_HINTED_KEYS]:
+        if key in _MOVED_KEYS:
+            hints.append(f'"{key}" at the top level is ignored, as the engine\'s open ignores '
+                         f'it; since ABI 3 this library reads it inside the "{TSFFI_KEY}" '
+                         f'object: {{"{TSFFI_KEY}": {{"{key}": ...}}}}')
+            continue
+        resembles = near_miss(key)
+        if resembles is not None:
+            hints.append(f"{_show(key)} is not a key the engine's open reads, so it ignores it "
+                         f"(and so does this preview); did you mean \"{resembles}\"?")
+    return tuple(hints)
 
 
-def _drafter(value: object) -> SpeculativeDrafter:
-    if value is None:
-        return SpeculativeDrafter.AUTO
-    if isinstance(value, str) and value in DRAFTER_SPELLINGS:
-        return SpeculativeDrafter(value)
-    raise InvalidArgument(f"speculativeDrafter: got {_show(value)}; accepts {_DRAFTER_ACCEPTS}",
-                          option="speculativeDrafter")
+# ---------------------------------------------------------------------------
+# The request.
+
+class Options(Value):
+    __slots__ = ("speculation", "drafter", "temperature", "engine_blocker", "ignored_keys",
+                 "warnings")
+
+    def __init__(self, speculation: Speculation = Speculation.AUTO,
+                 drafter: SpeculativeDrafter = SpeculativeDrafter.AUTO,
+                 temperature: float | None = None, engine_blocker: object = ABSENT,
+                 ignored_keys: tuple[str, ...] = (), warnings: tuple[str, ...] = ()) -> None:
+        self._init(speculation=speculation, drafter=drafter, temperature=temperature,
+                   engine_blocker=engine_blocker, ignored_keys=ignored_keys,
+                   warnings=warnings)
+
+    @property
+    def deterministic(self) -> bool:
+        """Absent temperature is the open-time decision, which assumes greedy."""
+        return self.temperature is None or self.temperature == 0
 
 
-_INFINITY = float("inf")
+DEFAULT_OPTIONS = Options()
 
 
-def _temperature(value: object) -> float | None:
-    if value is None:
-        return None
-    if type(value) in (int, float):
-        try:
-            number = float(value)
-        except OverflowError:
-            number = _INFINITY
-        # NaN fails both comparisons. (No `math` import: 0.4 ms of cold start.)
-        if 0 <= number < _INFINITY:
-            return number
-    raise InvalidArgument(f"temperature: got {_show(value)}; accepts {_TEMPERATURE_ACCEPTS}",
-                          option="temperature")
+def decode_text(raw: bytes, what: str) -> str:
+    """`raw` as UTF-8, or InvalidArgument naming `what` and the bad byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(
+            f"{what} is not UTF-8 (invalid byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "accepts UTF-8 text") from None
 
 
-def _engine_blocker(value: object) -> str | None:
-    if value is None:
-        return None
-    # No NUL: the reason ends up in a refusal message, which a C host reads
-    # as a NUL-terminated string.
-    if isinstance(value, str) and value and "\x00" not in value:
-        return value
-    raise InvalidArgument(f"engineBlocker: got {_show(value)}; accepts {_BLOCKER_ACCEPTS}",
-                          option="engineBlocker")
-
-
-_READERS = {"speculation": _speculation, "speculativeDrafter": _drafter,
-            "temperature": _temperature, "engineBlocker": _engine_blocker}
-_FIELDS = {"speculation": "speculation", "speculativeDrafter": "drafter",
-           "temperature": "temperature", "engineBlocker": "engine_blocker"}
+def allowed_block(n: int) -> Speculation:
+    """`Speculation.block(n)` for a block in 1..=15, else OptionRefused in the
+    open's words (for a Python caller's `Speculation.block(16)`)."""
+    return _block(n, _BY_NAME["speculation"].messages)
 
 
 _parsed: dict = {}
@@ -233,7 +517,7 @@ def parse_options(raw: bytes | str | None, what: str = "options_json") -> Option
     if parsed is None:
         try:
             parsed = _parse(raw, what)
-        except (InvalidArgument, JsonArgumentError) as exc:
+        except (InvalidArgument, JsonArgumentError, OptionRefused) as exc:
             parsed = exc.with_traceback(None)  # its frames need not live on
         if len(_parsed) >= MAX_PARSED_OPTIONS:
             _parsed.clear()
@@ -244,27 +528,23 @@ def parse_options(raw: bytes | str | None, what: str = "options_json") -> Option
 
 
 def _parse(raw: bytes | str, what: str) -> Options:
+    """The open's order: size and UTF-8 (status 1), serde's decoding (4), the
+    mapping (2), then this library's "tsffi" object (1)."""
     if len(raw) > MAX_OPTIONS_BYTES:
         raise InvalidArgument(f"{what} is {len(raw)} bytes; accepts at most "
-                              f"{MAX_OPTIONS_BYTES} bytes")
+                              f"{MAX_OPTIONS_BYTES} bytes (this library's bound; the engine "
+                              "has none)")
     text = decode_text(raw, what) if isinstance(raw, bytes) else raw
-    pairs = parse_json_object(text, what)
-    fields: dict[str, object] = {}
-    ignored: dict[str, None] = {}
-    for key, value in pairs:
-        reader = _READERS.get(key)
-        if reader is None:
-            resembles = near_miss(key)
-            if resembles is not None:
-                raise InvalidArgument(
-                    f"{what}: unknown key {_show(key)} looks like a misspelling of "
-                    f"{_show(resembles)}; accepts the keys {', '.join(OPTION_KEYS)} "
-                    "(other keys are ignored)")
-            ignored[key] = None
-            continue
-        field = _FIELDS[key]
-        if field in fields:
-            raise InvalidArgument(f"{key}: given more than once in {what}; accepts one value",
-                                  option=key)
-        fields[field] = reader(value)
-    return Options(ignored_keys=tuple(ignored), **fields)
+    from .typed_json import TypedJsonError, decode
+    try:
+        decoded = decode(text, _open_options(), capture=_CAPTURE)
+    except TypedJsonError as exc:
+        raise JsonArgumentError(f"options: {exc.text}") from None
+    speculation, drafter = map_options(decoded.fields)
+    temperature, engine_blocker = read_tsffi(decoded.captured.get(TSFFI_KEY))
+    ignored = tuple(map(replace_lone_surrogates, decoded.unknown_keys))
+    return Options(speculation, drafter, temperature, engine_blocker, ignored,
+                   _warnings(ignored))
+
+
+_CAPTURE = frozenset({TSFFI_KEY})

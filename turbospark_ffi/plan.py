@@ -31,11 +31,12 @@ class PlanResult(Value):
     resident_index.py and expert_layout.py own), None when it has none."""
 
     __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir",
-                 "reason_code")
+                 "reason_code", "warnings")
 
     def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
                  speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = (),
-                 model_dir: str | None = None, reason_code: str | None = None) -> None:
+                 model_dir: str | None = None, reason_code: str | None = None,
+                 warnings: tuple[str, ...] = ()) -> None:
         # One by one rather than through Value._init's keywords: half the
         # cost, 34 times a table (as policy.py's values).
         setter = object.__setattr__
@@ -45,6 +46,7 @@ class PlanResult(Value):
         setter(self, "ignored_keys", ignored_keys)
         setter(self, "model_dir", model_dir)
         setter(self, "reason_code", reason_code)
+        setter(self, "warnings", warnings)
 
 
 def decide(snap: InstallSnapshot, speculation: Speculation, drafter: SpeculativeDrafter,
@@ -93,7 +95,8 @@ def _decide(column: tuple, speculation: Speculation, deterministic: bool) -> tup
 def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> PlanResult:
     """The whole decision for the install `snap` under `options`."""
     choice, policies, plan, code = decide(snap, options.speculation, options.drafter, options)
-    return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code)
+    return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code,
+                      options.warnings)
 
 
 class SpeculationChoice(Value):
@@ -118,14 +121,14 @@ class SpeculationChoices(Value):
     are the drafter choice's (None: the index could not be read)."""
 
     __slots__ = ("model_dir", "install_has_mtp_head", "install_has_dflash", "choices",
-                 "ignored_keys")
+                 "ignored_keys", "warnings")
 
     def __init__(self, model_dir: str, install_has_mtp_head: bool | None,
                  install_has_dflash: bool | None, choices: tuple[SpeculationChoice, ...],
-                 ignored_keys: tuple[str, ...] = ()) -> None:
+                 ignored_keys: tuple[str, ...] = (), warnings: tuple[str, ...] = ()) -> None:
         self._init(model_dir=model_dir, install_has_mtp_head=install_has_mtp_head,
                    install_has_dflash=install_has_dflash, choices=choices,
-                   ignored_keys=ignored_keys)
+                   ignored_keys=ignored_keys, warnings=warnings)
 
 
 # The table's columns, in the order a settings pane lists them; its rows are
@@ -200,13 +203,14 @@ def choices_for_snapshot(snap: InstallSnapshot,
                 choice, policies, plan, code = parts
                 result = results[id(parts)] = PlanResult(choice, policies, plan,
                                                          options.ignored_keys, snap.model_dir,
-                                                         code)
+                                                         code, options.warnings)
         entries.append(SpeculationChoice(speculation, drafter, result, refusal, selected))
     # The install's flags as the drafter choice reads them: the same
     # three-state answer every plan carries.
     choice = snap.resolve_drafter(SpeculativeDrafter.AUTO)
     return SpeculationChoices(snap.model_dir, choice.install_has_mtp_head,
-                              choice.install_has_dflash, tuple(entries), options.ignored_keys)
+                              choice.install_has_dflash, tuple(entries), options.ignored_keys,
+                              options.warnings)
 
 
 class Request:

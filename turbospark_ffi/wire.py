@@ -46,11 +46,18 @@ _POLICIES = '{"mtp":%s,"dflash":%s}'
 # `block` null is the "is it on" test; `drafter` is non-null exactly when
 # `block` is; `reason` is null when on, and when the caller asked for off.
 _SPECULATION = '{"block":%s,"drafter":%s,"reason":%s}'
-_PLAN = '{"drafter":%s,"draftPolicies":%s,"speculation":%s,"ignoredKeys":%s,"modelDir":%s}'
+_PLAN_CORE = '{"drafter":%s,"draftPolicies":%s,"speculation":%s'
+# A plan: its decision, then what the options text said beside it (the keys
+# the open ignores, the hints about them) and the directory read.
+_PLAN = _PLAN_CORE + ',"ignoredKeys":%s,"warnings":%s,"modelDir":%s}'
+# A choices item's plan: the decision only. The table says ignoredKeys,
+# warnings and modelDir once for all 51 items, so its size is bounded by its
+# input's (1 MiB of ignored keys once, not 51 times).
+_ITEM_PLAN = _PLAN_CORE + '}'
 _ITEM = ('{"speculation":%s,"speculativeDrafter":%s,"status":%d,"plan":%s,"error":%s,'
          '"selected":%s}')
 _TABLE = ('{"modelDir":%s,"install":{"installHasMtpHead":%s,"installHasDflash":%s},'
-          '"choices":[%s],"ignoredKeys":%s}')
+          '"choices":[%s],"ignoredKeys":%s,"warnings":%s}')
 _FLAG = {True: "true", False: "false", None: "null"}
 
 
@@ -84,7 +91,7 @@ def speculation_text(plan: SpeculationPlan, drafter: SpeculativeDrafter) -> str:
     return _SPECULATION % ("null", "null", _string(plan.reason))
 
 
-def _plan_text(texts: dict, parts: tuple, tail: tuple[str, str]) -> str:
+def _plan_text(texts: dict, parts: tuple, tail: tuple[str, ...]) -> str:
     """A plan of `parts` (plan.decide's). `texts` remembers each part's text
     by the part's identity: within one table the choices are the snapshot's
     own three, and equal policies and speculations recur across rows."""
@@ -101,17 +108,23 @@ def _plan_text(texts: dict, parts: tuple, tail: tuple[str, str]) -> str:
     speculation_json = texts.get(key)
     if speculation_json is None:
         speculation_json = texts[key] = speculation_text(speculation, choice.drafter)
-    return _PLAN % (choice_json, policies_json, speculation_json, *tail)
+    return (_PLAN if tail else _ITEM_PLAN) % (choice_json, policies_json, speculation_json,
+                                              *tail)
 
 
-def _tail(ignored_keys: tuple[str, ...], model_dir: str | None) -> tuple[str, str]:
-    return "[%s]" % ",".join(map(encode_string, ignored_keys)), _string(model_dir)
+def _strings(texts: tuple[str, ...]) -> str:
+    return "[%s]" % ",".join(map(encode_string, texts))
+
+
+def _tail(ignored_keys: tuple[str, ...], warnings: tuple[str, ...],
+          model_dir: str | None) -> tuple[str, str, str]:
+    return _strings(ignored_keys), _strings(warnings), _string(model_dir)
 
 
 def plan_text(result: PlanResult) -> str:
     """What tsffi_speculation_plan returns for the plan `result`."""
     return _plan_text({}, (result.choice, result.policies, result.speculation),
-                      _tail(result.ignored_keys, result.model_dir))
+                      _tail(result.ignored_keys, result.warnings, result.model_dir))
 
 
 def plan_to_dict(result: PlanResult) -> dict:
@@ -126,12 +139,12 @@ def policies_to_dict(policies: DraftPolicies) -> dict:
 
 def choices_text(snap: InstallSnapshot, options: Options) -> str:
     """What tsffi_speculation_choices returns for `plan.table(snap, options)`.
-    Each item's `plan` is exactly the plan call's text for that item, and
-    `error` the refusal's message, so an item reads byte for byte as the plan
-    call for it would."""
+    Each item's `plan` is the plan call's text for that item without the
+    three members the table holds once (ignoredKeys, warnings, modelDir), and
+    `error` the refusal's message, so an item reads as the plan call for it
+    would."""
     from .errors import STATUS_OK, SpeculationRefused
     from .plan import TABLE_DRAFTERS, table
-    tail = _tail(options.ignored_keys, snap.model_dir)
     drafters = {drafter: encode_string(drafter.value) for drafter in TABLE_DRAFTERS}
     texts: dict = {}  # each part's text, each answer a column shares, each refusal
     items = []
@@ -148,11 +161,13 @@ def choices_text(snap: InstallSnapshot, options: Options) -> str:
         else:
             plan, status, error = texts.get(id(parts)), STATUS_OK, "null"
             if plan is None:
-                plan = texts[id(parts)] = _plan_text(texts, parts, tail)
+                plan = texts[id(parts)] = _plan_text(texts, parts, ())
         items.append(_ITEM % (value, drafters[drafter], status, plan, error, _FLAG[selected]))
     choice = snap.resolve_drafter(SpeculativeDrafter.AUTO)
-    return _TABLE % (tail[1], _FLAG[choice.install_has_mtp_head],
-                     _FLAG[choice.install_has_dflash], ",".join(items), tail[0])
+    ignored, warnings, model_dir = _tail(options.ignored_keys, options.warnings,
+                                         snap.model_dir)
+    return _TABLE % (model_dir, _FLAG[choice.install_has_mtp_head],
+                     _FLAG[choice.install_has_dflash], ",".join(items), ignored, warnings)
 
 
 _CHOICE_KEYS = ("drafter", "installHasMtpHead", "installHasDflash", "note")
@@ -251,7 +266,7 @@ def speculation_choices(model_dir: str | bytes | os.PathLike,
     """Every item of the speculation and drafter pickers for `model_dir`, as
     the `tsffi_speculation_choices` object (`options`: an `Options`, or the
     options JSON a host passes). Raises what the plan call raises for bad
-    options, and `InvalidArgument` for a block outside 1..15."""
+    options, and `OptionRefused` for a block outside 1..15."""
     from .jsontext import parse_json_document
     from .plan import request
     return parse_json_document(choices_json(request(model_dir, options)).decode("ascii"),

@@ -24,7 +24,7 @@ int main(void) {
     printf("build_info %d %s\n", (int)status, out != NULL ? "result" : "NULL");
     tsffi_string_free(out);
     out = NULL;
-    status = tsffi_resolve_speculation("{\"speculativeDrafter\": \"dflash\", \"temperature\": 0.7, \"speculation\": 2}", &out);
+    status = tsffi_resolve_speculation("{\"speculativeDrafter\": \"dflash\", \"tsffi\": {\"temperature\": 0.7}, \"speculation\": 2}", &out);
     len = tsffi_last_error(buf, sizeof buf);
     printf("resolve_speculation %d %s len>%d truncated \"%s\"\n", (int)status,
            out != NULL ? "result" : "NULL", (int)sizeof buf, len > sizeof buf ? buf : "?");

@@ -15,10 +15,10 @@
 
 #include "tsffi.h"
 
-#define REFUSE_SAMPLED "{\"speculativeDrafter\": \"dflash\", \"temperature\": 0.7, \"speculation\": 2}"
+#define REFUSE_SAMPLED "{\"speculativeDrafter\": \"dflash\", \"tsffi\": {\"temperature\": 0.7}, \"speculation\": 2}"
 #define NOT_JSON "{"
 /* A blocker of a 2-, 3- and 4-byte character, as raw UTF-8. */
-#define UTF8_OPTIONS "{\"speculation\": 2, \"engineBlocker\": \"\xc3\xa9\xe2\x80\x94\xf0\x9f\x98\x80\"}"
+#define UTF8_OPTIONS "{\"speculation\": 2, \"tsffi\": {\"engineBlocker\": \"\xc3\xa9\xe2\x80\x94\xf0\x9f\x98\x80\"}}"
 
 static const char *model_dir;
 

@@ -39,7 +39,7 @@ static void *run(void *arg) {
         break;
     case 1:
         r->op = "refused";
-        r->status = tsffi_resolve_speculation("{\"speculativeDrafter\": \"dflash\", \"temperature\": 0.7, \"speculation\": 2}", &out);
+        r->status = tsffi_resolve_speculation("{\"speculativeDrafter\": \"dflash\", \"tsffi\": {\"temperature\": 0.7}, \"speculation\": 2}", &out);
         break;
     case 2:
         r->op = "plan";

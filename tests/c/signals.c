@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
     s2 = tsffi_speculation_plan(argv[1], "{\"speculation\": 2}", &out);
     tsffi_string_free(out);
     out = NULL;
-    s3 = tsffi_resolve_speculation("{\"speculativeDrafter\": \"dflash\", \"temperature\": 0.7, \"speculation\": 2}", &out);
+    s3 = tsffi_resolve_speculation("{\"speculativeDrafter\": \"dflash\", \"tsffi\": {\"temperature\": 0.7}, \"speculation\": 2}", &out);
     printf("calls %d %d %d\n", (int)s1, (int)s2, (int)s3);
 
     sigaction(SIGINT, NULL, &after);

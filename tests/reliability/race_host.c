@@ -56,7 +56,7 @@ static void one_call(struct slot *s) {
         break;
     case 3:
         snprintf(options, sizeof options,
-                 "{\"speculation\": 2, \"engineBlocker\": \"blocked in thread %d\"}", i);
+                 "{\"speculation\": 2, \"tsffi\": {\"engineBlocker\": \"blocked in thread %d\"}}", i);
         s->status = api.resolve_speculation(options, &out);
         break;
     case 4:
@@ -67,7 +67,7 @@ static void one_call(struct slot *s) {
         s->status = api.install_info_json(i % 16 == 5 ? mtp_dir : dflash_dir, &out);
         break;
     case 6:
-        snprintf(options, sizeof options, "{\"temperature\": -%d}", i);
+        snprintf(options, sizeof options, "{\"tsffi\": {\"temperature\": -%d}}", i);
         s->status = api.resolve_speculation(options, &out);
         break;
     default:

@@ -1,0 +1,120 @@
+"""The engine's own answers: every line of ../shared/reference/engine_options_sample.jsonl
+(400 options texts, each measured by running the engine's option code: FACTS section 10) through
+the C ABI, in process, compared on status, message and meaning.
+
+Two calls per text. `tsffi_speculation_choices` on an MTP install gives the open's MEANING: its
+"selected" item is the (speculation, speculativeDrafter) pair the options asked for, whatever the
+install could serve (a plan would answer what the install makes of it instead: "auto" resolved to
+mtp, a block refused). `tsffi_resolve_speculation`, which reads no install, must agree on status
+and message (so every entry point reads options one way). Status 1 lines (text that is not UTF-8)
+compare the status only: the engine's wording there was not measured.
+
+On main before issue 30 (ABI 2), MAIN_FAILURES of the 400 lines failed here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+SAMPLE = ROOT.parent / "shared" / "reference" / "engine_options_sample.jsonl"
+
+
+def _lines() -> list[dict]:
+    return [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+
+
+LINES = _lines()
+
+
+@pytest.fixture(scope="module")
+def install(tmp_path_factory) -> bytes:
+    from turbospark_ffi.install_writer import write_install
+    return str(write_install(tmp_path_factory.mktemp("engine-options") / "mtp", mtp=True)).encode()
+
+
+def _text(line: dict) -> bytes | None:
+    return None if line["text_hex"] == "null" else bytes.fromhex(line["text_hex"])
+
+
+def _call(lib, fn, *args) -> tuple[int, str | None, dict | None]:
+    out = ctypes.c_void_p()
+    status = fn(*args, ctypes.byref(out))
+    if status == 0:
+        result = json.loads(ctypes.string_at(out.value).decode("utf-8", "strict"))
+        lib.tsffi_string_free(out)
+        return status, None, result
+    n = lib.tsffi_last_error(None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    lib.tsffi_last_error(buf, n + 1)
+    return status, buf.value.decode("utf-8"), None
+
+
+def answer(lib, install: bytes, text: bytes | None) -> dict:
+    """What the library answers for `text`, in the sample's own shape."""
+    status, message, table = _call(lib, lib.tsffi_speculation_choices, install, text)
+    got = {"status": status, "message": message, "speculation": None,
+           "speculativeDrafter": None}
+    if status == 0:
+        picked = [item for item in table["choices"] if item["selected"]]
+        assert len(picked) == 1, picked
+        got["speculation"] = picked[0]["speculation"]
+        got["speculativeDrafter"] = picked[0]["speculativeDrafter"]
+    return got
+
+
+def expected(line: dict) -> dict:
+    return {"status": line["status"], "message": line["message"],
+            "speculation": line.get("speculation"),
+            "speculativeDrafter": line.get("speculativeDrafter")}
+
+
+def _comparable(answer: dict) -> dict:
+    # Status 1: the engine's wording was not measured, so only the status counts.
+    return {**answer, "message": None} if answer["status"] == 1 else answer
+
+
+@pytest.mark.parametrize("number", range(len(LINES)))
+def test_sample_line(number, loaded, install):
+    line = LINES[number]
+    assert _comparable(answer(loaded.lib, install, _text(line))) == _comparable(expected(line)), \
+        _text(line)
+
+
+@pytest.mark.parametrize("number", range(len(LINES)))
+def test_resolve_speculation_agrees(number, loaded):
+    line = LINES[number]
+    status, message, _ = _call(loaded.lib, loaded.lib.tsffi_resolve_speculation, _text(line))
+    got = _comparable({"status": status, "message": message})
+    assert got == _comparable({"status": line["status"], "message": line["message"]}), \
+        _text(line)
+
+
+def test_the_sample_covers_every_status():
+    # The fixture discriminates: it holds accepted texts, decoding refusals
+    # (4), mapping refusals (2) and non-UTF-8 texts (1), and meanings that
+    # differ from the defaults, so a library that accepted everything as
+    # auto, or refused everything, fails most lines.
+    statuses = {line["status"] for line in LINES}
+    assert statuses == {0, 1, 2, 4}
+    assert {line["speculation"] for line in LINES if line["status"] == 0} > {"auto", "off", 2}
+    assert {line["speculativeDrafter"] for line in LINES if line["status"] == 0} >= \
+        {"auto", "dflash"}
+    assert sum(line["status"] == 2 for line in LINES) > 50
+    assert sum(line["status"] == 4 for line in LINES) > 50
+
+
+def test_a_wrong_answer_fails_a_line(loaded, install):
+    # The comparison itself discriminates: a line's answer with any one part
+    # changed no longer equals what the engine said.
+    line = next(line for line in LINES if line["status"] == 2)
+    got = answer(loaded.lib, install, _text(line))
+    assert got == expected(line)
+    for key, wrong in (("status", 1), ("message", got["message"] + " "),
+                       ("speculation", "auto")):
+        assert {**got, key: wrong} != expected(line)
