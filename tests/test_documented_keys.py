@@ -239,7 +239,8 @@ def test_the_swift_options_keys_are_options_table():
     order, then tsffi."""
     from turbospark_ffi.options import OPTION_KEYS, TSFFI_KEY, TSFFI_KEYS
     swift = (ROOT / "swift" / "Sources" / "SpeculationPreview" / "Options.swift").read_text()
-    body = swift[swift.index("public enum Key: String, CodingKey"):]
+    body = swift[swift.index("public struct Options:"):]
+    body = body[body.index("public enum Key: String, CodingKey"):]
     body = body[:body.index("public static let engineKeys")]
     assert re.findall(r"^\s+case (\w+)$", body, re.M) == [*OPTION_KEYS, TSFFI_KEY]
     preview = swift[swift.index("public struct PreviewOptions"):]
