@@ -45,11 +45,12 @@ public enum Speculation: Sendable, Hashable, Codable, CustomStringConvertible {
     public static let allowedBlocks: ClosedRange<Int> = 1...15
 
     /// The value an engine spelling names, exactly as the engine's open reads
-    /// a `speculation` string (docs/ENGINE.md section 5): `"auto"` or
-    /// `"off"` in any ASCII case, or a block in 1...15 as ASCII decimal
-    /// digits (leading zeros allowed: `"02"` is block 2); nil for any other
-    /// text (`"0"`, `"16"`, `" 2"`, `"+2"`, `"2.0"`, `""`, non-ASCII digits
-    /// or letters). For an app's own raw values, e.g.
+    /// a `speculation` string (docs/c-api.md, "Options"): `"auto"` or
+    /// `"off"` in any ASCII case, or a block in 1...15 as Rust's `u64` parse
+    /// reads it: ASCII decimal digits after at most one `+` (leading zeros
+    /// allowed: `"02"` and `"+2"` are block 2); nil for any other text
+    /// (`"0"`, `"16"`, `" 2"`, `"-2"`, `"2.0"`, `""`, non-ASCII digits or
+    /// letters). For an app's own raw values, e.g.
     /// `Speculation(app.speculationMode.rawValue)`. Nil says only "not a
     /// spelling": the library's refusal of the same text, sent as JSON, is
     /// the message to show.
@@ -61,14 +62,16 @@ public enum Speculation: Sendable, Hashable, Codable, CustomStringConvertible {
             return nil
         }
         let folded = String(decoding: bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        // One "+" before the digits is part of an unsigned number for Rust.
+        let unsigned = bytes.first == 0x2B ? bytes.dropFirst() : bytes[...]
         if folded == "auto" {
             self = .auto
         } else if folded == "off" {
             self = .off
-        } else if bytes.allSatisfy({ (0x30...0x39).contains($0) }) {
+        } else if !unsigned.isEmpty, unsigned.allSatisfy({ (0x30...0x39).contains($0) }) {
             // Leading zeros dropped first, so a long run of them is still a
             // small number and nothing overflows.
-            let digits = bytes.drop { $0 == 0x30 }
+            let digits = unsigned.drop { $0 == 0x30 }
             guard digits.count <= 2,
                   let block = Int(String(decoding: digits, as: UTF8.self)),
                   Self.allowedBlocks.contains(block)

@@ -157,40 +157,46 @@ import SpeculationPreview
             if case .failed(let error) = Outcome(body) { return error }
             return nil
         }
+        // The tsffi object is the library's own: status 1, naming the key.
+        let temperatureAccepts = "accepts a finite number >= 0, or null (deterministic decoding)"
         let negative = failure { try Tsffi.resolveSpeculation(options: Options(temperature: -1)) }
-        #expect(negative?.status == TsffiStatus.invalidArgument)
-        #expect(negative?.message.hasPrefix("temperature: got -1") == true)
+        #expect(negative == TsffiError(status: .invalidArgument,
+                                       message: "tsffi.temperature: got -1; \(temperatureAccepts)",
+                                       function: "tsffi_resolve_speculation"))
 
         let nan = failure { try Tsffi.resolveSpeculation(options: Options(temperature: .nan)) }
         #expect(nan?.status == TsffiStatus.invalidArgument)
-        #expect(nan?.message.hasPrefix(#"temperature: got "nan""#) == true)
+        #expect(nan?.message == #"tsffi.temperature: got "nan"; "# + temperatureAccepts)
 
+        // Outside 1...15: the engine's open refuses it in its mapping (status 2).
         let zero = failure { try Tsffi.resolveSpeculation(options: Options(speculation: .block(0))) }
-        // Outside 1...15 is an invalid option, as the engine's parser says.
-        #expect(zero?.status == TsffiStatus.invalidArgument)
-        #expect(zero?.message == "speculation: got 0, a block outside the allowed range 1..=15 "
-                + "(0 proposes nothing); accepts \"auto\", \"off\" (any case), null, or a block "
-                + "in 1..=15 as a JSON integer or a string of ASCII digits")
+        #expect(zero?.status == TsffiStatus.refused)
+        #expect(zero?.message == "speculation block must be in 1..=15, got 0")
 
         let huge = failure { try Tsffi.resolveSpeculation(options: Options(speculation: .block(Int.max))) }
-        #expect(huge?.status == TsffiStatus.invalidArgument)
-        #expect(huge?.message.contains("1..=15") == true)
+        #expect(huge?.status == TsffiStatus.refused)
+        #expect(huge?.message == "speculation block must be in 1..=15, got 9223372036854775807")
 
         let emptyBlocker = failure {
             try Tsffi.resolveSpeculation(options: Options(engineBlocker: .reason("")))
         }
         #expect(emptyBlocker?.status == TsffiStatus.invalidArgument)
-        #expect(emptyBlocker?.message.hasPrefix("engineBlocker: got") == true)
+        #expect(emptyBlocker?.message == #"tsffi.engineBlocker: got ""; accepts a non-empty string "#
+                + "without NUL characters or lone surrogates (the engine's reason), or null (the "
+                + "engine reported none)")
 
+        // What the engine's decoder refuses: status 4, serde's text with its position.
         let json = failure { try Tsffi.speculationPlan(modelDir: "/nonexistent", optionsJSON: "{nope").speculation }
         #expect(json?.status == TsffiStatus.json)
-        #expect(json?.message.isEmpty == false)
+        #expect(json?.message == "options: key must be a string at line 1 column 2")
 
-        let nearMiss = failure {
-            try Tsffi.speculationPlan(modelDir: "/nonexistent", optionsJSON: #"{"speculativDrafter": "dflash"}"#).speculation
-        }
-        #expect(nearMiss?.status == TsffiStatus.invalidArgument)
-        #expect(nearMiss?.message.contains(#""speculativeDrafter""#) == true)
+        // A near-miss key is ignored, as the open ignores it, with a warning.
+        let nearMiss = try Tsffi.speculationPlan(modelDir: "/nonexistent",
+                                                 optionsJSON: #"{"speculativDrafter": "dflash"}"#)
+        #expect(nearMiss.ignoredKeys == ["speculativDrafter"])
+        #expect(nearMiss.warnings == [#""speculativDrafter" is not a key the engine's open reads, so it "#
+                                      + #"ignores it (and so does this preview); did you mean "speculativeDrafter"?"#])
+        #expect(nearMiss.drafter.drafter == .mtp)  // auto: the key changed nothing
 
         let empty = failure { try Tsffi.speculationPlan(modelDir: "").speculation }
         #expect(empty?.status == TsffiStatus.invalidArgument)
