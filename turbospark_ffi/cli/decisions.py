@@ -170,7 +170,7 @@ def options_text(args: argparse.Namespace) -> str:
     return text_arg(args.options_text, "--options")
 
 
-def option_refused(exc) -> int:
+def option_refused(exc: Exception) -> int:
     """The engine's open refuses an option value (its status 2): its message,
     bare and verbatim, alone on stderr, as the host shows it."""
     sys.stderr.write(str(exc) + "\n")
@@ -261,7 +261,7 @@ def plan_report(model_dir: str, options_json: str, requested: str | None, plan: 
     out.flush()
 
 
-def warning_rows(out: Report, warnings) -> None:
+def warning_rows(out: Report, warnings: list[str] | tuple[str, ...]) -> None:
     """The hints about the options (a near-miss key, a key that moved into
     "tsffi"), verbatim: keys the open ignores, so nothing was refused."""
     for warning in warnings:
