@@ -42,7 +42,7 @@ APP_LINES = [
     "engine abi 41 header 41",
     "engine open: TurboSparkError 77: stand-in engine: ts_session_open",
     'engine options {"contextLength":8192,"speculation":"auto","speculativeDrafter":"auto"}',
-    "preview abi 2 header 2",
+    "preview abi 3 header 3",
     f"plan: mtp off: {DFLASH_NOTE}",
     f"refused: {REFUSAL_PREFIX}{DFLASH_NOTE}",
     "engine last error: stand-in engine: ts_session_open",
@@ -50,7 +50,7 @@ APP_LINES = [
     "on 2 (dflash)",
     f"settings (typed from 2, auto): TSFFI_ERR_REFUSED {REFUSAL_PREFIX}{DFLASH_NOTE}",
     "custom compute: preview of /preview",
-    "names: engine 21, preview 20, module-qualified true",
+    "names: engine 21, preview 27, module-qualified true",
 ]
 
 # What the former names do to the same source (swiftc's words).

@@ -132,126 +132,6 @@ public enum Speculation: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 }
 
-/// `maxContext`: the longest context the open plans for.
-///
-/// `.auto` is sent as `"auto"`; `.tokens(n)` as the JSON integer `n`. The
-/// engine accepts an integer in 0...4294967295 (a `u32`); any other `Int` is
-/// sent as it is and refused with the engine's message
-/// (`maxContext must be a non-negative integer, got -1`).
-public enum ContextLimit: Sendable, Hashable, Encodable, CustomStringConvertible {
-    case auto
-    case tokens(Int)
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .auto: try container.encode("auto")
-        case .tokens(let n): try container.encode(n)
-        }
-    }
-
-    /// `"auto"` or the number of tokens in decimal.
-    public var description: String {
-        switch self {
-        case .auto: "auto"
-        case .tokens(let n): String(n)
-        }
-    }
-}
-
-/// `expertCacheSlots`: how many routed experts per layer the open keeps
-/// resident.
-///
-/// `.auto` is sent as `"auto"`; `.slots(n)` as the JSON integer `n`, which
-/// the engine accepts only from ``allowed``; any other `Int` is sent as it is
-/// and refused with the engine's message
-/// (`expertCacheSlots must be "auto" or one of [8, 16, 24, 32, 48, 64, 96, 128], got 12`).
-public enum ExpertCacheSlots: Sendable, Hashable, Encodable, CustomStringConvertible {
-    case auto
-    case slots(Int)
-
-    /// The slot counts the engine's open accepts, in its order.
-    public static let allowed: [Int] = [8, 16, 24, 32, 48, 64, 96, 128]
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .auto: try container.encode("auto")
-        case .slots(let n): try container.encode(n)
-        }
-    }
-
-    /// `"auto"` or the slot count in decimal.
-    public var description: String {
-        switch self {
-        case .auto: "auto"
-        case .slots(let n): String(n)
-        }
-    }
-}
-
-/// `loadGuard`: how the open guards memory while it loads.
-///
-/// A tier is sent as its name (`"off"`, `"relaxed"`, `"balanced"`,
-/// `"strict"`); `.byteCeiling(n)` as the JSON integer `n`, which the engine
-/// accepts when it is > 0 (else `loadGuard as a byte ceiling must be
-/// positive, got 0`).
-public enum LoadGuard: Sendable, Hashable, Encodable, CustomStringConvertible {
-    case off
-    case relaxed
-    case balanced
-    case strict
-    case byteCeiling(Int)
-
-    /// The four tiers, in the engine's order.
-    public static let tiers: [LoadGuard] = [.off, .relaxed, .balanced, .strict]
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .byteCeiling(let n): try container.encode(n)
-        default: try container.encode(description)
-        }
-    }
-
-    /// The tier's name, or the byte ceiling in decimal.
-    public var description: String {
-        switch self {
-        case .off: "off"
-        case .relaxed: "relaxed"
-        case .balanced: "balanced"
-        case .strict: "strict"
-        case .byteCeiling(let n): String(n)
-        }
-    }
-}
-
-/// `powerProfile`, sent as its raw value (exact spelling, as the engine reads it).
-public enum PowerProfile: String, Sendable, Hashable, Encodable, CaseIterable {
-    case performance
-    case balanced
-    case efficiency
-}
-
-/// `steeringMode`, sent as its raw value.
-public enum SteeringMode: String, Sendable, Hashable, Encodable, CaseIterable {
-    case ablate
-    case add
-    case clamp
-    case renorm
-}
-
-/// `kvBits`: the KV cache's quantization, sent as the engine's string
-/// (`"off"`, `"2"`, `"3"`, `"3.5"`, `"4"`: strings, not numbers, since the
-/// engine's field is a string and `3.5` as a JSON number is refused).
-public enum KVBits: String, Sendable, Hashable, Encodable, CaseIterable {
-    case off
-    case two = "2"
-    case three = "3"
-    case threeAndAHalf = "3.5"
-    case four = "4"
-}
-
 /// The engine's own speculation blocker, as the host learned it after open
 /// (`tsffi.engineBlocker`). Three states, because the library distinguishes
 /// them:
@@ -485,5 +365,130 @@ public struct Options: Sendable, Hashable, Encodable {
                                   message: "SpeculationPreview could not encode the options as JSON: \(error)",
                                   function: "Options.json")
         }
+    }
+}
+
+// The value types of the engine's keys, nested as the engine's own
+// `OpenOptions` nests its enums: an app imports both packages and uses
+// their top-level names unqualified, so these add none.
+extension Options {
+    /// `maxContext`: the longest context the open plans for.
+    ///
+    /// `.auto` is sent as `"auto"`; `.tokens(n)` as the JSON integer `n`. The
+    /// engine accepts an integer in 0...4294967295 (a `u32`); any other `Int` is
+    /// sent as it is and refused with the engine's message
+    /// (`maxContext must be a non-negative integer, got -1`).
+    public enum ContextLimit: Sendable, Hashable, Encodable, CustomStringConvertible {
+        case auto
+        case tokens(Int)
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .auto: try container.encode("auto")
+            case .tokens(let n): try container.encode(n)
+            }
+        }
+
+        /// `"auto"` or the number of tokens in decimal.
+        public var description: String {
+            switch self {
+            case .auto: "auto"
+            case .tokens(let n): String(n)
+            }
+        }
+    }
+
+    /// `expertCacheSlots`: how many routed experts per layer the open keeps
+    /// resident.
+    ///
+    /// `.auto` is sent as `"auto"`; `.slots(n)` as the JSON integer `n`, which
+    /// the engine accepts only from ``allowed``; any other `Int` is sent as it is
+    /// and refused with the engine's message
+    /// (`expertCacheSlots must be "auto" or one of [8, 16, 24, 32, 48, 64, 96, 128], got 12`).
+    public enum ExpertCacheSlots: Sendable, Hashable, Encodable, CustomStringConvertible {
+        case auto
+        case slots(Int)
+
+        /// The slot counts the engine's open accepts, in its order.
+        public static let allowed: [Int] = [8, 16, 24, 32, 48, 64, 96, 128]
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .auto: try container.encode("auto")
+            case .slots(let n): try container.encode(n)
+            }
+        }
+
+        /// `"auto"` or the slot count in decimal.
+        public var description: String {
+            switch self {
+            case .auto: "auto"
+            case .slots(let n): String(n)
+            }
+        }
+    }
+
+    /// `loadGuard`: how the open guards memory while it loads.
+    ///
+    /// A tier is sent as its name (`"off"`, `"relaxed"`, `"balanced"`,
+    /// `"strict"`); `.byteCeiling(n)` as the JSON integer `n`, which the engine
+    /// accepts when it is > 0 (else `loadGuard as a byte ceiling must be
+    /// positive, got 0`).
+    public enum LoadGuard: Sendable, Hashable, Encodable, CustomStringConvertible {
+        case off
+        case relaxed
+        case balanced
+        case strict
+        case byteCeiling(Int)
+
+        /// The four tiers, in the engine's order.
+        public static let tiers: [LoadGuard] = [.off, .relaxed, .balanced, .strict]
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .byteCeiling(let n): try container.encode(n)
+            default: try container.encode(description)
+            }
+        }
+
+        /// The tier's name, or the byte ceiling in decimal.
+        public var description: String {
+            switch self {
+            case .off: "off"
+            case .relaxed: "relaxed"
+            case .balanced: "balanced"
+            case .strict: "strict"
+            case .byteCeiling(let n): String(n)
+            }
+        }
+    }
+
+    /// `powerProfile`, sent as its raw value (exact spelling, as the engine reads it).
+    public enum PowerProfile: String, Sendable, Hashable, Encodable, CaseIterable {
+        case performance
+        case balanced
+        case efficiency
+    }
+
+    /// `steeringMode`, sent as its raw value.
+    public enum SteeringMode: String, Sendable, Hashable, Encodable, CaseIterable {
+        case ablate
+        case add
+        case clamp
+        case renorm
+    }
+
+    /// `kvBits`: the KV cache's quantization, sent as the engine's string
+    /// (`"off"`, `"2"`, `"3"`, `"3.5"`, `"4"`: strings, not numbers, since the
+    /// engine's field is a string and `3.5` as a JSON number is refused).
+    public enum KVBits: String, Sendable, Hashable, Encodable, CaseIterable {
+        case off
+        case two = "2"
+        case three = "3"
+        case threeAndAHalf = "3.5"
+        case four = "4"
     }
 }

@@ -26,6 +26,27 @@ public enum Tsffi {
     /// with ``headerABIVersion``. Never starts the embedded runtime.
     public static var abiVersion: UInt32 { tsffi_abi_version() }
 
+    /// The loaded library's ABI against the header's, checked once: the
+    /// statuses and option rules this package reads are its header's (ABI 3
+    /// moved a block outside 1...15 from status 1 to 2, the preview's inputs
+    /// into the `tsffi` object), so a library of another ABI would answer in
+    /// terms this package misreads. Every call throws this instead.
+    private static let loadedABIMismatch = abiMismatch(loaded: tsffi_abi_version(),
+                                                       header: TSFFI_ABI_VERSION)
+
+    /// The error for a library of ABI `loaded` under a header of ABI
+    /// `header`, nil when they agree.
+    static func abiMismatch(loaded: UInt32, header: UInt32) -> TsffiError? {
+        guard loaded != header else {
+            return nil
+        }
+        return TsffiError(status: .internal,
+                          message: "the loaded libtsffi has ABI \(loaded), but SpeculationPreview was "
+                              + "built against tsffi.h ABI \(header): its statuses and option rules "
+                              + "differ (docs/CHANGELOG.md); load the library this package was built with",
+                          function: "tsffi_abi_version")
+    }
+
     // MARK: typed
 
     /// The whole decision for the install in `modelDir` (`tsffi_speculation_plan`):
@@ -201,6 +222,9 @@ public enum Tsffi {
         _ arguments: (text: String?, name: String)...,
         body: ([UnsafePointer<CChar>?], Out) -> Int32
     ) throws(TsffiError) -> String {
+        if let mismatch = loadedABIMismatch {
+            throw mismatch
+        }
         for argument in arguments {
             try checkNoNUL(argument.text, argument.name, function)
         }

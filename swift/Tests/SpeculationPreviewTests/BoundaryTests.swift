@@ -98,11 +98,11 @@ import SpeculationPreview
         for (options, expected) in cases {
             #expect(try options.json() == expected)
         }
-        #expect(KVBits.allCases.map(\.rawValue) == ["off", "2", "3", "3.5", "4"])
-        #expect(PowerProfile.allCases.map(\.rawValue) == ["performance", "balanced", "efficiency"])
-        #expect(SteeringMode.allCases.map(\.rawValue) == ["ablate", "add", "clamp", "renorm"])
-        #expect(ExpertCacheSlots.allowed == [8, 16, 24, 32, 48, 64, 96, 128])
-        #expect(LoadGuard.tiers.map(\.description) == ["off", "relaxed", "balanced", "strict"])
+        #expect(Options.KVBits.allCases.map(\.rawValue) == ["off", "2", "3", "3.5", "4"])
+        #expect(Options.PowerProfile.allCases.map(\.rawValue) == ["performance", "balanced", "efficiency"])
+        #expect(Options.SteeringMode.allCases.map(\.rawValue) == ["ablate", "add", "clamp", "renorm"])
+        #expect(Options.ExpertCacheSlots.allowed == [8, 16, 24, 32, 48, 64, 96, 128])
+        #expect(Options.LoadGuard.tiers.map(\.description) == ["off", "relaxed", "balanced", "strict"])
     }
 
     @Test func speculationDecodesTheEnginesSpellings() throws {

@@ -12,6 +12,14 @@ import Testing
         // meanings: a package built against an older header must not run them.
         #expect(Tsffi.headerABIVersion == 3)
         #expect(Tsffi.abiVersion == 3)
+        #expect(Tsffi.abiMismatch(loaded: 3, header: 3) == nil)
+        // An ABI 2 library says 1 where ABI 3 says 2: every call refuses to read it.
+        #expect(Tsffi.abiMismatch(loaded: 2, header: 3)
+                == TsffiError(status: .internal,
+                              message: "the loaded libtsffi has ABI 2, but SpeculationPreview was built "
+                                  + "against tsffi.h ABI 3: its statuses and option rules differ "
+                                  + "(docs/CHANGELOG.md); load the library this package was built with",
+                              function: "tsffi_abi_version"))
     }
 
     /// The engine's mapping refuses, in its order, with its bare message.
@@ -55,8 +63,8 @@ import Testing
             Options(steering: "/v.safetensors", steeringMode: .renorm, steeringScale: 1.5,
                     steeringLayers: 0...0, steeringTarget: -2, steeringGate: 0),
             Options(visionSidecar: "/m/vision"),
-        ] + ExpertCacheSlots.allowed.map { Options(expertCacheSlots: .slots($0)) }
-            + KVBits.allCases.map { Options(kvBits: $0) }
+        ] + Options.ExpertCacheSlots.allowed.map { Options(expertCacheSlots: .slots($0)) }
+            + Options.KVBits.allCases.map { Options(kvBits: $0) }
         for options in accepted {
             #expect(try Tsffi.resolveSpeculation(options: options)
                     == SpeculationPlan(block: 2, drafter: .mtp, reason: nil), "\(options)")
