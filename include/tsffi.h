@@ -49,7 +49,8 @@
  *    object), and a choice_json of more than 16 MiB the same way. Nesting
  *    inside ignored keys is skipped to any depth, as the open skips it; a
  *    known "any"-typed key nesting past serde's limit of 128 is the open's
- *    TSFFI_ERR_JSON "recursion limit exceeded".
+ *    TSFFI_ERR_JSON "recursion limit exceeded"; a choice_json nesting more
+ *    than 64 levels deep is TSFFI_ERR_JSON.
  *  - Every const char * argument is borrowed for the duration of the call and
  *    must be NUL-terminated UTF-8.
  *  - MODEL NAMES. Every model_dir is what the engine's open takes: the path of

@@ -96,9 +96,9 @@ int main(int argc, char **argv) {
     CALL("plan_dflash_2", tsffi_speculation_plan(
         dflash, "{\"speculativeDrafter\": \"dflash\", \"speculation\": 2}", &out));
     CALL("bad_json", tsffi_speculation_plan(dflash, "{not json", &out));
-    CALL("near_miss", tsffi_resolve_speculation("{\"speculaton\": 2}", &out));
+    CALL("bad_tsffi", tsffi_resolve_speculation("{\"tsffi\": {\"temprature\": 2}}", &out));
     CALL("sampled", tsffi_resolve_speculation(
-        "{\"speculation\": 2, \"speculativeDrafter\": \"dflash\", \"temperature\": 0.7}",
+        "{\"speculation\": 2, \"speculativeDrafter\": \"dflash\", \"tsffi\": {\"temperature\": 0.7}}",
         &out));
     CALL("install_info", tsffi_install_info_json(dflash, &out));
     CALL("install_info_none", tsffi_install_info_json(none, &out));
@@ -565,7 +565,7 @@ def test_host_answers_through_the_moved_bundle(host_run, installs):
     assert recs["plan_2"] == (CODES["TSFFI_ERR_REFUSED"], str(refused.value))
     assert str(refused.value).startswith("--speculative was asked for but cannot be served: ")
     assert recs["bad_json"][0] == CODES["TSFFI_ERR_JSON"]
-    assert recs["near_miss"][0] == CODES["TSFFI_ERR_INVALID_ARGUMENT"]
+    assert recs["bad_tsffi"][0] == CODES["TSFFI_ERR_INVALID_ARGUMENT"]
     assert recs["sampled"][0] == CODES["TSFFI_ERR_REFUSED"]
     assert json.loads(recs["install_info"][1])["installHasDflash"] is True
 

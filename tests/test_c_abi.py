@@ -140,7 +140,7 @@ def host_runs(hosts, case_file):
 
 def outcomes_of(result, spans, cases=CASES):
     lines = stdout_lines(result)
-    assert lines[0] == "abi 2", lines[:1]
+    assert lines[0] == "abi 3", lines[:1]
     assert lines[-1] == "done", lines[-1:]
     body = lines[1:-1]
     assert len(body) == spans[-1].stop, "one output line per call"
@@ -174,7 +174,7 @@ def test_library_writes_nothing_to_the_hosts_streams(variant, host_runs, case_fi
     _, spans = case_file
     lines = stdout_lines(result)
     assert len(lines) == spans[-1].stop + 2
-    assert all(line == "abi 2" or line == "done" or line.split(" ", 1)[0] in abi_cases.FUNCTIONS
+    assert all(line == "abi 3" or line == "done" or line.split(" ", 1)[0] in abi_cases.FUNCTIONS
                for line in lines)
 
 
@@ -274,10 +274,10 @@ def test_last_error_semantics(hosts, installs):
     expected += [
         f"capL ret={L} strlen={L - 1} beyond=#",
         f"capL+1 ret={L} strlen={L} beyond=#",
-        f"reread len={L}", f"abi_version=2 len={L}",
+        f"reread len={L}", f"abi_version=3 len={L}",
         f"string_free(NULL) len={L}", f"string_free(result) len={L}",
         "replaced status=4 len_changed=1",
-        "replaced mentions_options_json=1 mentions_block=0",
+        "replaced mentions_serde_eof=1 mentions_block=0",
     ]
     for fn in ("tsffi_build_info_json", "tsffi_resolve_drafter", "tsffi_draft_policies",
                "tsffi_resolve_speculation", "tsffi_speculation_plan", "tsffi_install_info_json",
@@ -289,7 +289,7 @@ def test_last_error_semantics(hosts, installs):
         expected.append(f"utf8 cap=L{cap - U:+d} ret={U} strlen={_utf8_cut(utf8, cap)}")
     expected += [
         "thread fresh len=0", 'thread fresh buf ""',
-        "thread status=4 len_is_strlen=1 mentions_options_json=1",
+        "thread status=4 len_is_strlen=1 mentions_serde_eof=1",
         "main after thread failure len_same=1",
         f'main msg "{escape(refused)}"',
         "thread ok status=0; main len_same=1",
@@ -392,7 +392,7 @@ def test_library_without_its_package_returns_runtime_error(variant, runtime_runs
     result = results[variant]
     assert result.stderr == b""
     lines = stdout_lines(result)
-    assert lines[0] == "abi 2"  # works without the runtime
+    assert lines[0] == "abi 3"  # works without the runtime
     assert lines[-1] == "done"
     body = lines[1:-1]
     assert len(body) == len(calls)
@@ -415,7 +415,7 @@ def test_library_without_its_package_returns_runtime_error(variant, runtime_runs
 # The header as C and as C++, and the installed-package way of linking.
 
 HEADER_BOTH_LINES = [
-    "abi 2 header 2",
+    "abi 3 header 3",
     "build_info 0 result",
     'resolve_speculation 2 NULL len>16 truncated "--speculative w"',
     "resolve_drafter 0",

@@ -137,9 +137,9 @@ def test_bad_options_are_never_remembered(lib, tmp_path, aged_clock):
     age(d)
     for _ in range(2):
         out = ctypes.c_void_p()
-        status = lib.tsffi_speculation_plan(str(d).encode(), b'{"speculative": 2}',
+        status = lib.tsffi_speculation_plan(str(d).encode(), b'{"speculation": "bogus"}',
                                          ctypes.byref(out))
-        assert status == 1 and not out.value
+        assert status == 2 and not out.value
 
 
 # ---------------------------------------------------------------------------

@@ -300,8 +300,8 @@ def test_options_change_on_a_cached_snapshot(tmp_path, aged):
     assert_cached(d)
     assert answer(d) == MTP_ON
     assert answer(d, '{"speculativeDrafter": "dflash"}') == DFLASH_ON
-    assert answer(d, '{"speculativeDrafter": "dflash", "temperature": 1}')["block"] is None
-    assert answer(d, '{"speculativeDrafter": "mtp", "temperature": 1}') == MTP_ON
+    assert answer(d, '{"speculativeDrafter": "dflash", "tsffi": {"temperature": 1}}')["block"] is None
+    assert answer(d, '{"speculativeDrafter": "mtp", "tsffi": {"temperature": 1}}') == MTP_ON
     assert answer(d, '{"speculation": "off"}') == {"block": None, "drafter": None,
                                                   "reason": None}
 

@@ -145,7 +145,7 @@ def test_table_constants_are_the_packages():
 # Functions that need no runtime, build info, the host's state.
 
 def test_abi_version(lib):
-    assert lib.tsffi_abi_version() == 2
+    assert lib.tsffi_abi_version() == 3
 
 
 def test_string_free_null_is_a_no_op(lib):
@@ -158,7 +158,7 @@ def test_build_info_in_a_python_host(lib, loaded):
     assert loaded.first_status == 0
     info = invoke(lib, Call("build_info", []), None)
     value = json.loads(info.out)
-    assert value["abiVersion"] == lib.tsffi_abi_version() == 2
+    assert value["abiVersion"] == lib.tsffi_abi_version() == 3
     assert value["version"] == turbospark_ffi.__version__
     assert value["python"] == platform.python_version()
     assert value["library"] == os.path.realpath(LIBRARY)
@@ -232,7 +232,7 @@ def test_last_error_length_and_truncation(lib):
 
 def test_last_error_truncates_at_a_character_boundary(lib):
     blocker = "\u00e9\u2014\U0001F600"
-    options = json.dumps({"speculation": 2, "engineBlocker": blocker},
+    options = json.dumps({"speculation": 2, "tsffi": {"engineBlocker": blocker}},
                          ensure_ascii=False).encode()
     out = ctypes.c_void_p()
     assert lib.tsffi_resolve_speculation(options, ctypes.byref(out)) == 2
@@ -280,9 +280,10 @@ def test_every_status_call_clears_the_last_error(fn, lib, installs):
 def test_a_failure_replaces_the_message(lib):
     _fail(lib)
     out = ctypes.c_void_p()
-    assert lib.tsffi_resolve_speculation(b"[]", ctypes.byref(out)) == 4
+    assert lib.tsffi_resolve_speculation(b"7", ctypes.byref(out)) == 4
     err, _ = last_error(lib)
-    assert "options_json" in err and "sampled speculation" not in err
+    assert err == "options: invalid type: integer `7`, expected struct OpenOptions at line 1 " \
+        "column 1"
 
 
 def test_last_error_is_per_thread(lib):
@@ -299,7 +300,7 @@ def test_last_error_is_per_thread(lib):
 
     seen_before, rc, mine, rc_ok, after_ok = _in_fresh_thread(other)
     assert seen_before == 0                     # not this thread's failure
-    assert rc == 4 and "options_json" in mine
+    assert (rc, mine) == (4, "options: EOF while parsing an object at line 1 column 1")
     assert (rc_ok, after_ok) == (0, 0)
     assert last_error(lib)[0] == message        # untouched by the other thread
 

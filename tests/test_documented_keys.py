@@ -149,10 +149,11 @@ def test_every_key_is_documented_on_the_shapes_page(function, answers):
 
 def test_the_limits_are_the_documented_ones():
     from turbospark_ffi.options import MAX_OPTIONS_BYTES
-    assert MAX_OPTIONS_BYTES == 16_777_216
+    from turbospark_ffi.jsontext import MAX_JSON_DEPTH
+    assert MAX_OPTIONS_BYTES == 16_777_216 and MAX_JSON_DEPTH == 64
     for text in (HEADER_TEXT, SHAPES_PAGE):
         assert "16 MiB" in " ".join(text.split()) and "16,777,216 bytes" in text
-        assert "recursion limit" in text
+        assert "recursion limit" in text and "64 levels" in text
 
 
 def test_warnings_are_in_the_answers(answers):
@@ -172,6 +173,21 @@ def test_the_size_limit_is_where_it_is_documented(loaded, size, status):
     got = loaded.lib.tsffi_resolve_speculation(body, ctypes.byref(out))
     loaded.lib.tsffi_string_free(out)
     assert got == status, (len(body), got)
+
+
+@pytest.mark.parametrize("depth,status", [(64, 0), (65, 4)])
+def test_the_depth_limit_is_where_it_is_documented(loaded, depth, status):
+    # choice_json's bound; an ignored options key has none, as the open's.
+    choice = b'{"drafter": "mtp", "installHasMtpHead": true, "installHasDflash": false, ' \
+        b'"note": null, "modelDir": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+    out = ctypes.c_void_p()
+    got = loaded.lib.tsffi_draft_policies(choice, b"", ctypes.byref(out))
+    loaded.lib.tsffi_string_free(out)
+    # 64 levels parse, and the shape check refuses the array (status 1).
+    assert got == {0: 1, 4: 4}[status]
+    body = b'{"hostKey": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert loaded.lib.tsffi_resolve_speculation(body, ctypes.byref(out)) == 0
+    loaded.lib.tsffi_string_free(out)
 
 
 @pytest.mark.parametrize("text,status", [

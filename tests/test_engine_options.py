@@ -9,7 +9,8 @@ mtp, a block refused). `tsffi_resolve_speculation`, which reads no install, must
 and message (so every entry point reads options one way). Status 1 lines (text that is not UTF-8)
 compare the status only: the engine's wording there was not measured.
 
-On main before issue 30 (ABI 2), MAIN_FAILURES of the 400 lines failed here.
+On main before issue 30 (ABI 2, commit 603747b), 276 of the 400 lines failed test_sample_line
+and 277 test_resolve_speculation_agrees (measured by running this file against that tree).
 """
 
 from __future__ import annotations

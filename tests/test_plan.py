@@ -9,7 +9,7 @@ import json
 import pytest
 
 from installs import shape_of, write_bytes
-from turbospark_ffi.errors import InvalidArgument, SpeculationRefused
+from turbospark_ffi.errors import InvalidArgument, OptionRefused, SpeculationRefused
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.options import parse_options
 from turbospark_ffi.plan import speculation_plan
@@ -90,7 +90,8 @@ def plan_json(model_dir, options):
     d = plan_to_dict(result)
     # The wire form is JSON and round-trips to the same dict.
     assert json.loads(dumps(d)) == d
-    assert list(d) == ["drafter", "draftPolicies", "speculation", "ignoredKeys", "modelDir"]
+    assert list(d) == ["drafter", "draftPolicies", "speculation", "ignoredKeys", "warnings",
+                       "modelDir"]
     assert d.pop("modelDir") == str(model_dir)
     assert list(d["drafter"]) == ["drafter", "installHasMtpHead", "installHasDflash", "note"]
     assert list(d["speculation"]) == ["block", "drafter", "reason"]
@@ -110,21 +111,21 @@ EXACT = [
     ("mtp", "", choice("mtp", True, False), AUTOP, OFFP, spec(2, "mtp")),
     ("mtp", '{"speculation": 2}', choice("mtp", True, False), pol("fixed", 2), OFFP,
      spec(2, "mtp")),
-    ("mtp", '{"speculation": "15", "temperature": 0.8}', choice("mtp", True, False),
+    ("mtp", '{"speculation": "15", "tsffi": {"temperature": 0.8}}', choice("mtp", True, False),
      pol("fixed", 15), OFFP, spec(15, "mtp")),                    # mtp serves sampled
     ("mtp", '{"speculation": "off"}', choice("mtp", True, False), OFFP, OFFP, spec()),
     ("dflash", "", choice("mtp", False, True, NOTE), OFFP, OFFP, spec(reason=NOTE)),
     ("dflash", '{"speculation": "OFF"}', choice("mtp", False, True, NOTE), OFFP, OFFP, spec()),
     ("dflash", '{"speculativeDrafter": "dflash"}', choice("dflash", False, True), OFFP, AUTOP,
      spec(2, "dflash")),
-    ("dflash", '{"speculativeDrafter": "dflash", "speculation": 3, "temperature": 0}',
+    ("dflash", '{"speculativeDrafter": "dflash", "speculation": 3, "tsffi": {"temperature": 0}}',
      choice("dflash", False, True), OFFP, pol("fixed", 3), spec(3, "dflash")),
-    ("dflash", '{"speculativeDrafter": "dflash", "temperature": -0.0}',
+    ("dflash", '{"speculativeDrafter": "dflash", "tsffi": {"temperature": -0.0}}',
      choice("dflash", False, True), OFFP, AUTOP, spec(2, "dflash")),
-    ("dflash", '{"speculativeDrafter": "dflash", "temperature": 0.7}',
+    ("dflash", '{"speculativeDrafter": "dflash", "tsffi": {"temperature": 0.7}}',
      choice("dflash", False, True), OFFP, AUTOP, spec(reason=SAMPLED)),
     ("both", "", choice("mtp", True, True), AUTOP, OFFP, spec(2, "mtp")),
-    ("both", '{"temperature": 1.0}', choice("mtp", True, True), AUTOP, OFFP, spec(2, "mtp")),
+    ("both", '{"tsffi": {"temperature": 1.0}}', choice("mtp", True, True), AUTOP, OFFP, spec(2, "mtp")),
     ("both", '{"speculativeDrafter": "mtp", "speculation": 2}', choice("mtp", True, True),
      pol("fixed", 2), OFFP, spec(2, "mtp")),
     ("both", '{"speculativeDrafter": "dflash"}', choice("dflash", True, True), OFFP, AUTOP,
@@ -132,25 +133,25 @@ EXACT = [
     ("int4", '{"speculation": 1}', choice("mtp", True, True), pol("fixed", 1), OFFP,
      spec(1, "mtp")),
     # off is off, whatever stands in the way.
-    ("moe_mtp", '{"speculation": "off", "engineBlocker": "x"}', choice("mtp", True, False),
+    ("moe_mtp", '{"speculation": "off", "tsffi": {"engineBlocker": "x"}}', choice("mtp", True, False),
      OFFP, OFFP, spec()),
     ("garbage", '{"speculation": "off"}', choice("mtp", None, None), OFFP, OFFP, spec()),
     # engineBlocker null = the engine reported none: the preview is not consulted.
-    ("none", '{"engineBlocker": null}', choice("mtp", False, False), AUTOP, OFFP,
+    ("none", '{"tsffi": {"engineBlocker": null}}', choice("mtp", False, False), AUTOP, OFFP,
      spec(2, "mtp")),
     # ... even on an unreadable index, where None is never folded to false: the
     # named block is still asked of the open.
-    ("garbage", '{"engineBlocker": null, "speculation": 2}', choice("mtp", None, None),
+    ("garbage", '{"speculation": 2, "tsffi": {"engineBlocker": null}}', choice("mtp", None, None),
      pol("fixed", 2), OFFP, spec(2, "mtp")),
-    ("garbage", '{"engineBlocker": null, "speculativeDrafter": "dflash", "speculation": 4}',
+    ("garbage", '{"speculativeDrafter": "dflash", "speculation": 4, "tsffi": {"engineBlocker": null}}',
      choice("dflash", None, None), OFFP, pol("fixed", 4), spec(4, "dflash")),
     # An explicit engine reason is used as is.
-    ("mtp", '{"engineBlocker": "a vision tower is active"}', choice("mtp", True, False),
+    ("mtp", '{"tsffi": {"engineBlocker": "a vision tower is active"}}', choice("mtp", True, False),
      AUTOP, OFFP, spec(reason="a vision tower is active")),
     # The note outranks an explicit engine reason, and the engine's "none".
-    ("dflash", '{"engineBlocker": "carries no multi-token-prediction head"}',
+    ("dflash", '{"tsffi": {"engineBlocker": "carries no multi-token-prediction head"}}',
      choice("mtp", False, True, NOTE), OFFP, OFFP, spec(reason=NOTE)),
-    ("dflash", '{"engineBlocker": null}', choice("mtp", False, True, NOTE), OFFP, OFFP,
+    ("dflash", '{"tsffi": {"engineBlocker": null}}', choice("mtp", False, True, NOTE), OFFP, OFFP,
      spec(reason=NOTE)),
 ]
 
@@ -160,7 +161,7 @@ EXACT = [
 def test_plan_exact_json(installs, shape, options, drafter, mtp, dflash, speculation):
     d = plan_json(installs[shape], options)
     expected = {"drafter": drafter, "draftPolicies": {"mtp": mtp, "dflash": dflash},
-                "speculation": speculation, "ignoredKeys": []}
+                "speculation": speculation, "ignoredKeys": [], "warnings": []}
     if speculation is None:  # the preview's wording: checked separately below
         expected["speculation"] = d["speculation"]
         assert d["speculation"]["block"] is None
@@ -184,12 +185,12 @@ REFUSALS = [
         "this install carries no multi-token-prediction head (mtp.fc.weight is not in the "
         "resident index); stream an install that adds the official checkpoint's last shard")),
     ("dflash", '{"speculation": 2}', PREFIX + NOTE),
-    ("dflash", '{"speculation": 2, "engineBlocker": "something else"}', PREFIX + NOTE),
-    ("both", '{"speculativeDrafter": "dflash", "speculation": 2, "temperature": 0.5}',
+    ("dflash", '{"speculation": 2, "tsffi": {"engineBlocker": "something else"}}', PREFIX + NOTE),
+    ("both", '{"speculativeDrafter": "dflash", "speculation": 2, "tsffi": {"temperature": 0.5}}',
      PREFIX + SAMPLED),
-    ("dflash", '{"speculativeDrafter": "dflash", "speculation": "2", "temperature": 1e-9}',
+    ("dflash", '{"speculativeDrafter": "dflash", "speculation": "2", "tsffi": {"temperature": 1e-9}}',
      PREFIX + SAMPLED),
-    ("mtp", '{"speculation": 2, "engineBlocker": "a vision tower is active"}',
+    ("mtp", '{"speculation": 2, "tsffi": {"engineBlocker": "a vision tower is active"}}',
      PREFIX + "a vision tower is active"),
 ]
 
@@ -202,29 +203,28 @@ def test_plan_refusals(installs, shape, options, message):
     assert str(info.value) == message
 
 
-# A block outside 1..=15 as an OPTION is invalid when parsed, so no plan is
-# made, whatever the install (a MoE one, the DFlash2-only one with its note,
-# an unreadable one) and whatever blocker the host passes.
+# A block outside 1..=15 as an OPTION is the open's mapping refusal (status
+# 2, its message), so no plan is made, whatever the install (a MoE one, the
+# DFlash2-only one with its note, an unreadable one) and whatever blocker the
+# host passes.
 OUT_OF_RANGE = [
-    ('{"speculation": 16}', "16", "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
-    ('{"speculation": "16"}', '"16"', "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
-    ('{"speculation": 0}', "0", "0 proposes nothing"),
-    ('{"speculation": "0"}', '"0"', "0 proposes nothing"),
-    ('{"speculation": 4294967295}', "4294967295", "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
-    ('{"speculation": "4294967295"}', '"4294967295"', "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
-    ('{"speculation": 16, "engineBlocker": "a vision tower is active"}', "16",
-     "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"),
+    ('{"speculation": 16}', "16"),
+    ('{"speculation": "16"}', "16"),
+    ('{"speculation": 0}', "0"),
+    ('{"speculation": "0"}', "0"),
+    ('{"speculation": 4294967295}', "4294967295"),
+    ('{"speculation": "4294967295"}', "4294967295"),
+    ('{"speculation": 16, "tsffi": {"engineBlocker": "a vision tower is active"}}', "16"),
 ]
-SPEC_ACCEPTS = ('"auto", "off" (any case), null, or a block in 1..=15 as a JSON integer or a '
-                'string of ASCII digits')
 
 
-@pytest.mark.parametrize("options, shown, why", OUT_OF_RANGE, ids=[r[0] for r in OUT_OF_RANGE])
-def test_out_of_range_block_is_an_invalid_option(options, shown, why):
-    with pytest.raises(InvalidArgument) as info:
-        parse_options(options)
-    assert str(info.value) == (f"speculation: got {shown}, a block outside the allowed range "
-                               f"1..=15 ({why}); accepts {SPEC_ACCEPTS}")
+@pytest.mark.parametrize("options, shown", OUT_OF_RANGE, ids=[r[0] for r in OUT_OF_RANGE])
+@pytest.mark.parametrize("shape", ["mtp", "moe", "dflash", "garbage"])
+def test_out_of_range_block_is_the_opens_refusal(installs, shape, options, shown):
+    with pytest.raises(OptionRefused) as info:
+        speculation_plan(installs[shape], options)
+    assert (info.value.status, str(info.value)) == \
+        (2, f"speculation block must be in 1..=15, got {shown}")
 
 
 @pytest.mark.parametrize("shape", ["mtp", "moe", "none", "garbage"])
@@ -257,7 +257,7 @@ def assert_moe_reason(reason):
 
 @pytest.mark.parametrize("shape", ["moe", "moe_mtp", "moe_both"])
 @pytest.mark.parametrize("options", ["", '{"speculativeDrafter": "dflash"}',
-                                     '{"speculativeDrafter": "mtp", "temperature": 0.3}'])
+                                     '{"speculativeDrafter": "mtp", "tsffi": {"temperature": 0.3}}'])
 def test_moe_auto_is_disabled_for_its_architecture(installs, shape, options):
     d = plan_json(installs[shape], options)
     assert d["speculation"]["block"] is None
@@ -351,8 +351,10 @@ def test_missing_weights_is_unknown(tmp_path):
 
 def test_ignored_keys_are_reported_in_order(installs):
     d = plan_json(installs["mtp"], '{"contextLength": 4096, "speculation": 2, '
-                                   '"powerProfile": "max", "contextLength": 1}')
-    assert d["ignoredKeys"] == ["contextLength", "powerProfile"]
+                                   '"theme": "max", "contextLength": 1, "powerProfile": '
+                                   '"balanced"}')
+    # The open's own keys (powerProfile) are read, so not listed.
+    assert d["ignoredKeys"] == ["contextLength", "theme"]
     assert d["speculation"] == spec(2, "mtp")
 
 

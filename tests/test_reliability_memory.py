@@ -56,7 +56,7 @@ def memory_script(tmp_path_factory):
         lines.append(script_line(f"info{k}", "install_info", (raw,), root))
         if k % 4 == 0:
             lines.append(script_line(f"bad{k}", "speculation_plan",
-                                     (raw, b'{"temperature": %d}' % -k), root))
+                                     (raw, b'{"tsffi": {"temperature": %d}}' % -k), root))
             lines.append(script_line(f"json{k}", "resolve_speculation",
                                      (b'{"speculation": ' + b" " * k,), root))
             lines.append(script_line(f"refused{k}", "resolve_speculation",

@@ -84,11 +84,12 @@ def _stress_lines(installs, spill) -> list[str]:
         add(f"plan-{name}", "speculation_plan", d, None)
         add(f"plan-{name}-2", "speculation_plan", d, b'{"speculation": 2}')
         add(f"plan-{name}-dflash", "speculation_plan", d,
-            b'{"speculativeDrafter": "dflash", "speculation": "3", "temperature": 0}')
+            b'{"speculativeDrafter": "dflash", "speculation": "3", "tsffi": {"temperature": 0}}')
         add(f"plan-{name}-sampled", "speculation_plan", d,
-            b'{"speculativeDrafter": "dflash", "speculation": %d, "temperature": 0.7}' % (k + 1))
+            b'{"speculativeDrafter": "dflash", "speculation": %d, "tsffi": {"temperature": 0.7}}' %
+            (k + 1))
         add(f"plan-{name}-blocker", "speculation_plan", d,
-            b'{"engineBlocker": "blocker of %s", "other": [1, 2]}' % name.encode())
+            b'{"tsffi": {"engineBlocker": "blocker of %s"}, "other": [1, 2]}' % name.encode())
         add(f"plan-{name}-bad", "speculation_plan", d, b'{"speculation": %d.5}' % k)
         add(f"drafter-{name}", "resolve_drafter", d, None)
         add(f"drafter-{name}-dflash", "resolve_drafter", d, b'{"speculativeDrafter": "dflash"}')
@@ -99,10 +100,10 @@ def _stress_lines(installs, spill) -> list[str]:
         add(f"policies-{k}", "draft_policies", choice, b'{"speculation": %d}' % k)
         add(f"policies-{k}-bad", "draft_policies", choice.replace(b"null", b"%d" % k), None)
         add(f"spec-{k}", "resolve_speculation",
-            b'{"speculation": %d, "engineBlocker": null}' % k)
+            b'{"speculation": %d, "tsffi": {"engineBlocker": null}}' % k)
         add(f"spec-{k}-blocker", "resolve_speculation",
-            b'{"speculation": "auto", "engineBlocker": "reason %d"}' % k)
-        add(f"spec-{k}-temperature", "resolve_speculation", b'{"temperature": -%d}' % k)
+            b'{"speculation": "auto", "tsffi": {"engineBlocker": "reason %d"}}' % k)
+        add(f"spec-{k}-temperature", "resolve_speculation", b'{"tsffi": {"temperature": -%d}}' % k)
         add(f"spec-{k}-json", "resolve_speculation", b'{"speculation": 2,' + b" " * k)
         add(f"spec-{k}-deep", "resolve_speculation", b"[" * (64 + k))
     add("dir-not-utf8-a", "install_info", b"/x\xff")

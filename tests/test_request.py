@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # tsffi_resolve_drafter has no subcommand: the table checks it through C only.
 FUNCTIONS = {
     "tsffi_resolve_drafter": (b'{"speculativeDrafter": "dflash"}', None),
-    "tsffi_speculation_plan": (b'{"temperature":0.5}', ["plan", "--temperature", "0.5"]),
+    "tsffi_speculation_plan": (b'{"tsffi":{"temperature":0.5}}', ["plan", "--temperature", "0.5"]),
     "tsffi_speculation_choices": (b"{}", ["choices"]),
     "tsffi_install_info_json": (None, ["inspect"]),
 }

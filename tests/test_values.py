@@ -62,7 +62,7 @@ DISTINCT = {
     Options: [Options(), Options(speculation=S.OFF), Options(speculation=S.block(3)),
               Options(drafter=D.DFLASH), Options(temperature=0.0), Options(temperature=0.7),
               Options(engine_blocker=None), Options(engine_blocker="blocked"),
-              Options(ignored_keys=("contextLength",))],
+              Options(ignored_keys=("contextLength",)), Options(warnings=("a hint",))],
     PlanResult: [PlanResult(CHOICE, POLICIES, SpeculationEnabled(2)),
                  PlanResult(DrafterChoice(D.MTP, False, False), POLICIES,
                             SpeculationEnabled(2)),
@@ -164,7 +164,7 @@ def test_equal_values_are_equal(a, b):
 REPRS = [
     (Options(speculation=S.block(3)),
      "Options(speculation=Speculation.block(3), drafter=SpeculativeDrafter.AUTO, "
-     "temperature=None, engine_blocker=ABSENT, ignored_keys=())"),
+     "temperature=None, engine_blocker=ABSENT, ignored_keys=(), warnings=())"),
     (M.fixed(2), "MtpDraftPolicy.fixed(2)"),
     (DraftPolicies(M.OFF, F.fixed(3)),
      "DraftPolicies(mtp=MtpDraftPolicy.OFF, dflash=DflashDraftPolicy.fixed(3))"),

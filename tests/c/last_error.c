@@ -176,8 +176,8 @@ int main(int argc, char **argv) {
         s = tsffi_resolve_speculation(NOT_JSON, &out);
         printf("replaced status=%d len_changed=%d\n", (int)s, tsffi_last_error(NULL, 0) != len);
         tsffi_last_error(buf, sizeof buf);
-        printf("replaced mentions_options_json=%d mentions_block=%d\n",
-               strstr(buf, "options_json") != NULL, strstr(buf, "sampled speculation") != NULL);
+        printf("replaced mentions_serde_eof=%d mentions_block=%d\n",
+               strstr(buf, "options: EOF while parsing an object") != NULL, strstr(buf, "sampled speculation") != NULL);
     }
 
     /* Every status-returning call clears it on entry. */
@@ -223,8 +223,8 @@ int main(int argc, char **argv) {
         pthread_join(t, NULL);
         printf("thread fresh len=%lu\n", (unsigned long)r.fresh_len);
         show("thread fresh buf", r.fresh_buf);
-        printf("thread status=%d len_is_strlen=%d mentions_options_json=%d\n", (int)r.status,
-               r.len == strlen(r.msg), strstr(r.msg, "options_json") != NULL);
+        printf("thread status=%d len_is_strlen=%d mentions_serde_eof=%d\n", (int)r.status,
+               r.len == strlen(r.msg), strstr(r.msg, "options: EOF while parsing an object") != NULL);
         tsffi_last_error(buf, sizeof buf);
         printf("main after thread failure len_same=%d\n", tsffi_last_error(NULL, 0) == len);
         show("main msg", buf);
