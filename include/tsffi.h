@@ -28,8 +28,9 @@
  *      a mapping failure              TSFFI_ERR_REFUSED, the engine's bare
  *                                     message (e.g. "speculation block must
  *                                     be in 1..=15, got 0")
- *    Keys the open does not read are ignored (listed back as "ignoredKeys",
- *    a lone surrogate shown as U+FFFD); a near-miss of one of the 16 keys,
+ *    Keys the open does not read are ignored (listed back as "ignoredKeys";
+ *    no result ever holds a lone surrogate); a near-miss of one of the 16 keys
+ *    (or of "tsffi"),
  *    and a top-level "temperature" or "engineBlocker", also get a hint in
  *    "warnings" -- never a refusal, since the open accepts them.
  *    This library's own inputs, which the open never reads, are one object

@@ -142,6 +142,34 @@ def test_bad_options_are_never_remembered(lib, tmp_path, aged_clock):
         assert status == 2 and not out.value
 
 
+def test_the_warm_path_keys_on_the_whole_options_text(lib, tmp_path, aged_clock):
+    """C parses no option: it answers a text only with what Python answered
+    for that very text. Texts with one meaning but other ignored keys, hints
+    or preview inputs get their own answers, warm or not, and a refused text
+    after a remembered one is still refused."""
+    d = write_install(tmp_path / "install", mtp=True, layers=8)
+    age(d)
+    texts = [b'{"speculation": 2}', b'{"speculation": 2, "theme": 1}',
+             b'{"Speculation": 3, "speculation": 2}', b'{"speculation": 2, "temperature": 0.5}',
+             b'{"speculation": 2, "tsffi": {"engineBlocker": "no"}}']
+    for _ in range(2):   # the second round is answered from the warm path
+        got = []
+        for text in texts:
+            out = ctypes.c_void_p()
+            status = lib.tsffi_speculation_plan(str(d).encode(), text, ctypes.byref(out))
+            got.append((status, ctypes.string_at(out.value) if out.value else None))
+            lib.tsffi_string_free(out)
+        assert [s for s, _ in got] == [0, 0, 0, 0, 2]
+        plans = [json.loads(t) for _, t in got[:4]]
+        assert [(p["ignoredKeys"], len(p["warnings"])) for p in plans] == \
+            [([], 0), (["theme"], 0), (["Speculation"], 1), (["temperature"], 1)]
+        assert {json.dumps(p["speculation"]) for p in plans} == \
+            {'{"block": 2, "drafter": "mtp", "reason": null}'}
+        out = ctypes.c_void_p()
+        assert lib.tsffi_speculation_plan(str(d).encode(), b'{"speculation": 2, "kvBits": "5"}',
+                                          ctypes.byref(out)) == 2 and not out.value
+
+
 # ---------------------------------------------------------------------------
 # Model names: the warm path answers only for an absolute path that is an
 # existing directory, the one arm of the engine's resolution that depends on

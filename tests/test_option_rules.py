@@ -232,6 +232,10 @@ ROWS = [
     ("near-miss-case", '{"KVBITS":"x"}', ok(ignored=["KVBITS"],
                                             warnings=[NEAR.format("KVBITS", "kvBits")])),
     ("far-key", '{"theme":"dark"}', ok(ignored=["theme"])),
+    ("near-miss-tsffi", '{"Tsffi":{"temperature":1},"tsfi":2}',
+     ok(ignored=["Tsffi", "tsfi"], warnings=[NEAR.format("Tsffi", "tsffi"),
+                                             NEAR.format("tsfi", "tsffi")])),
+    ("far-from-tsffi", '{"stiff":1,"ts":2}', ok(ignored=["stiff", "ts"])),
     # A key is read as a str, which serde checks: a lone surrogate is refused
     # (it never reaches a result; inside an ignored VALUE it is skipped).
     ("lone-surrogate-key", '{"\\ud800":1}',

@@ -28,8 +28,9 @@ null (the engine reported none), absent (preview the install).
 assumption, deterministic decoding.
 
 Every other top-level key is ignored, as the open ignores it, and listed in
-`ignored_keys` (a lone surrogate shown as U+FFFD, so every result stays text
-Swift's decoders accept); a near-miss of one of the 16 keys, and a top-level
+`ignored_keys` (serde refuses a key holding a lone surrogate; one that got
+through would be shown as U+FFFD, so every result stays text Swift's
+decoders accept); a near-miss of one of the 16 keys, and a top-level
 `temperature` or `engineBlocker` (which moved into "tsffi" in ABI 3), gets a
 warning string too -- a hint, never a refusal, since the open accepts them.
 """
@@ -435,6 +436,16 @@ def near_miss(key: str) -> str | None:
     return best
 
 
+def _near_tsffi(key: str) -> str | None:
+    """TSFFI_KEY for "Tsffi", "tsfi", "tsffi_"...: this library's own object
+    misspelled, whose inputs would otherwise be silently dropped. One edit
+    only: two would hint at ordinary short words ("stiff")."""
+    folded = key.lower()
+    if len(folded) >= 4 and (folded == TSFFI_KEY or _osa_distance(folded, TSFFI_KEY, 1) <= 1):
+        return TSFFI_KEY
+    return None
+
+
 # Hints are for a person reading a settings pane's diagnostics: past this
 # many ignored keys no more are looked at, so 1 MiB of ignored keys costs no
 # more than a few hundred distance checks (the list itself is still whole).
@@ -450,7 +461,7 @@ def _warnings(ignored: tuple[str, ...]) -> tuple[str, ...]:
                          f'it; since ABI 3 this library reads it inside the "{TSFFI_KEY}" '
                          f'object: {{"{TSFFI_KEY}": {{"{key}": ...}}}}')
             continue
-        resembles = near_miss(key)
+        resembles = near_miss(key) or _near_tsffi(key)
         if resembles is not None:
             hints.append(f"{_show(key)} is not a key the engine's open reads, so it ignores it "
                          f"(and so does this preview); did you mean \"{resembles}\"?")
@@ -535,6 +546,12 @@ def _parse(raw: bytes | str, what: str) -> Options:
                               f"{MAX_OPTIONS_BYTES} bytes (this library's bound; the engine "
                               "has none)")
     text = decode_text(raw, what) if isinstance(raw, bytes) else raw
+    # No fast path: the strict decoder is the only reader. Measured (12-04,
+    # 2-core VM under load): the bench's options text parses in 28 us against
+    # 7 us for ABI 2's parser, once per text (then remembered), and importing
+    # typed_json costs 1.4 ms of a ~55 ms cold start (bench row 5: 58.2 ms
+    # against 54.0 ms, within its noise); bench row 2's first plan (420 us)
+    # meets the text already remembered. Under the 10% that would license one.
     from .typed_json import TypedJsonError, decode
     try:
         decoded = decode(text, _open_options(), capture=_CAPTURE)
