@@ -417,3 +417,30 @@ def test_choice_from_json_is_strict(raw, message):
 def test_choice_from_json_non_object_is_a_json_error(raw):
     with pytest.raises(JsonArgumentError):
         choice_from_json(raw)
+
+
+def test_malformed_text_is_serdes_refusal_where_json_was_never_imported():
+    # Inside libtsffi the `json` package is never imported, and the C scanner
+    # the decoder's fast path uses then fails with a bare SystemError on
+    # malformed text (status 6 through the C ABI, before this was caught).
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    code = ("import sys\n"
+            f"sys.path.insert(0, {str(root)!r})\n"
+            "from turbospark_ffi.options import parse_options\n"
+            "for text in ('{', '[', '[{', '{\"a\":'):\n"
+            "    try:\n"
+            "        parse_options(text)\n"
+            "    except Exception as exc:\n"
+            "        print(type(exc).__name__, exc)\n"
+            "print('json' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-I", "-c", code], cwd=root, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.splitlines() == [
+        "JsonArgumentError options: EOF while parsing an object at line 1 column 1",
+        "JsonArgumentError options: EOF while parsing a list at line 1 column 1",
+        "JsonArgumentError options: EOF while parsing an object at line 1 column 2",
+        "JsonArgumentError options: EOF while parsing a value at line 1 column 5",
+        "False"]

@@ -52,6 +52,9 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f",
                    "n": "\n", "r": "\r", "t": "\t"}
 
+# serde_json's ErrorCode texts. Its "invalid unicode code point" is not
+# among them: from_str reads a &str, whose bytes are UTF-8 already, and a
+# \u escape pair always makes a valid character.
 EOF_VALUE = "EOF while parsing a value"
 EOF_LIST = "EOF while parsing a list"
 EOF_OBJECT = "EOF while parsing an object"
@@ -1163,7 +1166,12 @@ def _fast_decode(text: str, root: _Type, capture: frozenset) -> object:
         i += 1
     try:
         parsed, end = _scan(text, i)
-    except (StopIteration, ValueError, RecursionError):
+    except Exception:
+        # Any failure is the precise path's to word: StopIteration and
+        # ValueError, RecursionError, and the SystemError the C scanner
+        # raises on malformed text when the `json` package was never
+        # imported (its error path builds json.decoder.JSONDecodeError) --
+        # the case inside libtsffi, which never imports `json`.
         return _SLOW
     while end < n and text[end] in _WS:
         end += 1
