@@ -2,11 +2,20 @@
  * options the engine gets and read back the drafter, the draft policies and
  * whether speculation will run -- and if not, the reason or note, verbatim.
  *
+ * The options are the very text the host gives the engine's open, read as
+ * the open reads it (docs/c-api.md, "Options"): the engine's keys, plus the
+ * preview's own inputs in the "tsffi" object the engine ignores, e.g.
+ *   '{"speculation": 2, "maxContext": 8192, "tsffi": {"temperature": 0.7}}'
+ * What the open refuses is refused with its status and message: 4 for what
+ * its decoder refuses, 2 for what its mapping refuses (and for a named block
+ * the install cannot serve), 1 for a bad "tsffi" object.
+ *
  * Build: cc -std=c99 plan_host.c $(turbospark-ffi config --cflags --libs)
  * Use:   ./plan_host OPTIONS_JSON MODEL_DIR...
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tsffi.h"
 
@@ -18,6 +27,33 @@ static void print_last_error(const char *what, int32_t status) {
     tsffi_last_error(msg, len + 1);
     printf("  %s: status %d: %s\n", what, (int)status, msg);
     free(msg);
+}
+
+/* The plan's "warnings" array, when it holds any: hints about keys the open
+ * ignores (a likely typo, a key that moved into "tsffi"). The header fixes
+ * the plan's key order, "warnings" right before "modelDir", and a string
+ * inside it is JSON-escaped, so the text between the two is the array. */
+static void print_warnings(const char *plan) {
+    const char *start = strstr(plan, ",\"warnings\":");
+    const char *end = start != NULL ? strstr(start, ",\"modelDir\":") : NULL;
+    if (start == NULL || end == NULL)
+        return;
+    start += strlen(",\"warnings\":");
+    if (end - start > 2)
+        printf("  warnings: %.*s\n", (int)(end - start), start);
+}
+
+static const char *failure_name(int32_t status) {
+    switch (status) {
+    case TSFFI_ERR_REFUSED:
+        return "refused";
+    case TSFFI_ERR_JSON:
+        return "options the engine's decoder refuses";
+    case TSFFI_ERR_INVALID_ARGUMENT:
+        return "invalid argument";
+    default:
+        return "error";
+    }
 }
 
 int main(int argc, char **argv) {
@@ -35,10 +71,12 @@ int main(int argc, char **argv) {
         char *plan = NULL;
         int32_t status = tsffi_speculation_plan(argv[i], argv[1], &plan);
         printf("%s\n", argv[i]);
-        if (status == TSFFI_OK)
+        if (status == TSFFI_OK) {
             printf("  plan: %s\n", plan);
-        else
-            print_last_error(status == TSFFI_ERR_REFUSED ? "refused" : "error", status);
+            print_warnings(plan);
+        } else {
+            print_last_error(failure_name(status), status);
+        }
         tsffi_string_free(plan);
     }
     return 0;

@@ -448,7 +448,7 @@ def test_plan_engine_blocker(installs):
     assert "reason a vision tower is active" in out
     r = run("plan", installs["none"], "--no-engine-blocker")
     out = squash(r.stdout)
-    assert 'options {"engineBlocker":null}' in out
+    assert 'options {"tsffi":{"engineBlocker":null}}' in out
     assert "speculation ON: block 2" in out
 
 
@@ -477,16 +477,21 @@ REFUSED = [
 
 
 def flags_to_options(flags: list[str]) -> str:
-    """The test's own reading of the flags: the options object a host sends."""
-    keys = {"--speculation": "speculation", "--speculative-drafter": "speculativeDrafter",
-            "--engine-blocker": "engineBlocker", "--temperature": "temperature"}
+    """The test's own reading of the flags: the options object a host sends,
+    the preview's inputs in the "tsffi" object (ABI 3)."""
+    keys = {"--speculation": "speculation", "--speculative-drafter": "speculativeDrafter"}
     options: dict = {}
+    preview: dict = {}
     it = iter(flags)
     for flag in it:
         if flag == "--no-engine-blocker":
-            options["engineBlocker"] = None
+            preview["engineBlocker"] = None
         elif flag == "--json":
             continue
+        elif flag == "--options":
+            return next(it)
+        elif flag == "--engine-blocker":
+            preview["engineBlocker"] = next(it)
         elif flag == "--temperature":
             text = next(it)
             try:
@@ -494,10 +499,21 @@ def flags_to_options(flags: list[str]) -> str:
             except ValueError:
                 number = None
             finite = number is not None and number - number == 0
-            options["temperature"] = number if finite else text
+            preview["temperature"] = number if finite else text
         else:
             options[keys[flag]] = next(it)
+    if preview:
+        options["tsffi"] = preview
     return json.dumps(options)
+
+
+def test_flags_to_options_nests_the_preview_inputs():
+    """The reading the tests compare against: a top-level "temperature"
+    would be ignored by the library (and listed), so this must nest."""
+    assert flags_to_options(["--temperature", "0.7", "--no-engine-blocker",
+                             "--speculation", "2"]) == \
+        '{"speculation": "2", "tsffi": {"temperature": 0.7, "engineBlocker": null}}'
+    assert flags_to_options([]) == "{}"
 
 
 @pytest.mark.parametrize("name,flags", REFUSED)
@@ -514,11 +530,14 @@ def test_plan_refused_exits_2_with_the_message_verbatim(installs, abi, name, fla
     if as_json:
         assert r.stdout == ""
     else:
-        install, options, rest = r.stdout.split("\n", 2)
+        install, rest = r.stdout.split("\n", 1)
+        options, rest = rest.split("\nspeculation  ", 1)
         assert install == f"install      {installs[name]}"
         assert options.startswith("options      ")
-        assert json.loads(options[13:]) == json.loads(flags_to_options(flags))
-        assert rest == REFUSED_WORDS
+        # A long object wraps at its spaces, onto rows indented under it.
+        assert json.loads(" ".join(line[13:] for line in options.split("\n"))) \
+            == json.loads(flags_to_options(flags))
+        assert "speculation  " + rest == REFUSED_WORDS
     assert r.stderr == error + "\n"
 
 
@@ -542,68 +561,146 @@ def test_plan_refused_says_the_message_names_the_engine_s_flag(installs):
     assert "the engine's own command line calls it --speculative" in squash(helped)
 
 
-INVALID = [
-    (["--speculation", "bogus"], "--speculation (option key speculation)", '"bogus"',
-     '"auto", "off"'),
-    (["--speculation", "-1"], "--speculation (option key speculation)", '"-1"', "1..=15"),
-    # A block outside 1..=15 is an invalid option, as the engine's parser says.
-    (["--speculation", "16"], "--speculation (option key speculation)", '"16"',
-     "a block outside the allowed range 1..=15"),
-    (["--speculation", "0"], "--speculation (option key speculation)", '"0"',
-     "a block outside the allowed range 1..=15 (0 proposes nothing)"),
-    (["--speculation", "4294967295"], "--speculation (option key speculation)",
-     '"4294967295"', "a block outside the allowed range 1..=15"),
-    (["--speculation", "2.5"], "--speculation (option key speculation)", '"2.5"', "1..=15"),
-    (["--speculative-drafter", "MTP"], "--speculative-drafter (option key speculativeDrafter)",
-     '"MTP"', '"auto", "mtp", "dflash"'),
-    (["--temperature", "-1"], "--temperature (option key temperature)", "-1.0",
-     "a finite number >= 0"),
-    (["--temperature", "nan"], "--temperature (option key temperature)", '"nan"',
-     "a finite number >= 0"),
-    (["--temperature", "warm"], "--temperature (option key temperature)", '"warm"',
-     "a finite number >= 0"),
-    (["--engine-blocker", ""], "--engine-blocker (option key engineBlocker)", '""',
-     "a non-empty string"),
+# The engine's open refuses these values in its mapping (status 2): its bare
+# message, alone on stderr, exit status 2, before any install is read.
+MAPPING_REFUSED = [
+    (["--speculation", "bogus"], 'speculation must be "off", "auto" or a block in 1..=15, '
+                                 'got "bogus"'),
+    (["--speculation", "-1"], 'speculation must be "off", "auto" or a block in 1..=15, '
+                              'got "-1"'),
+    (["--speculation", "2.5"], 'speculation must be "off", "auto" or a block in 1..=15, '
+                               'got "2.5"'),
+    (["--speculation", "16"], "speculation block must be in 1..=15, got 16"),
+    (["--speculation", "0"], "speculation block must be in 1..=15, got 0"),
+    (["--speculation", "4294967295"], "speculation block must be in 1..=15, got 4294967295"),
+    (["--speculative-drafter", "MTP"], 'speculativeDrafter must be auto, mtp or dflash, '
+                                       'got "MTP"'),
+    (["--options", '{"maxContext": "big", "speculation": 0}'],
+     'maxContext must be a number or "auto", got "big"'),
+    (["--options", '{"steeringMode": "add"}'],
+     "steering options given without a steering vector path"),
 ]
 
 
-@pytest.mark.parametrize("flags,names,value,accepts", INVALID)
-def test_plan_invalid_exits_1_naming_key_value_and_set(installs, abi, flags, names, value,
-                                                        accepts):
-    r = run("plan", installs["mtp"], *flags)
-    assert r.returncode == 1
-    assert r.stdout == ""
-    line = r.stderr
-    assert line.startswith(f"turbospark-ffi plan: {names}: got {value}")
-    assert accepts in line
+@pytest.mark.parametrize("flags,message", MAPPING_REFUSED)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_plan_mapping_refusal_exits_2_with_the_engine_s_message(installs, abi, flags, message,
+                                                                as_json):
+    r = run("plan", installs["mtp"], *flags, *(["--json"] if as_json else []))
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", message + "\n")
     # The same refusal a host gets from the C ABI for the same object.
+    assert abi.plan(installs["mtp"], flags_to_options(flags)) == (2, None, message)
+
+
+# What the open never sees: a bad tsffi object (status 1), one line naming
+# the flag, the key, the value and the accepted set.
+INVALID = [
+    (["--temperature", "-1"], "-1.0"),
+    (["--temperature", "nan"], '"nan"'),
+    (["--temperature", "warm"], '"warm"'),
+    (["--engine-blocker", ""], '""'),
+]
+INVALID_ACCEPTS = {
+    "--temperature": "a finite number >= 0, or null (deterministic decoding)",
+    "--engine-blocker": ("a non-empty string without NUL characters or lone surrogates (the "
+                         "engine's reason), or null (the engine reported none)"),
+}
+KEY_FOR_FLAG = {"--temperature": "tsffi.temperature", "--engine-blocker": "tsffi.engineBlocker"}
+
+
+@pytest.mark.parametrize("command", ["plan", "choices"])
+@pytest.mark.parametrize("flags,value", INVALID)
+def test_invalid_preview_input_exits_1_naming_flag_key_value_and_set(installs, abi, command,
+                                                                     flags, value):
+    r = run(command, installs["mtp"], *flags)
+    flag = flags[0]
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (f"turbospark-ffi {command}: {flag} (option key {KEY_FOR_FLAG[flag]}): "
+                        f"got {value}; accepts {INVALID_ACCEPTS[flag]}\n")
     status, text, error = abi.plan(installs["mtp"], flags_to_options(flags))
-    assert status == 1 and text is None
-    assert line.endswith(error.split(": ", 1)[1] + "\n")
+    assert (status, text) == (1, None)
+    assert error == f"{KEY_FOR_FLAG[flag]}: got {value}; accepts {INVALID_ACCEPTS[flag]}"
 
 
 @pytest.mark.parametrize("name", ["moe", "dflash", "short_header", "missing"])
 @pytest.mark.parametrize("block", ["0", "16"])
 @pytest.mark.parametrize("blocker", [[], ["--engine-blocker", "a vision tower is active"]])
-def test_plan_out_of_range_block_exits_1_whatever_the_install(installs, name, block, blocker):
-    """Refused when the options are parsed, before the install is read: the
-    same line on a MoE install, the DFlash2-only one, an unreadable one and a
+def test_plan_out_of_range_block_exits_2_whatever_the_install(installs, name, block, blocker):
+    """Refused by the open's mapping, before the install is read: the same
+    line on a MoE install, the DFlash2-only one, an unreadable one and a
     missing one, whatever blocker is given."""
     r = run("plan", installs[name], "--speculation", block, *blocker)
-    assert r.returncode == 1 and r.stdout == ""
-    why = "0 proposes nothing" if block == "0" else \
-        "block B verifies B+1 rows and the batched verify kernel's cap is 16 rows"
-    assert r.stderr == (
-        f'turbospark-ffi plan: --speculation (option key speculation): got "{block}", a block '
-        f"outside the allowed range 1..=15 ({why}); accepts \"auto\", \"off\" (any case), "
-        "null, or a block in 1..=15 as a JSON integer or a string of ASCII digits\n")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == f"speculation block must be in 1..=15, got {block}\n"
 
 
 def test_plan_invalid_also_with_json(installs):
-    r = run("plan", installs["mtp"], "--speculation", "lots", "--json")
+    r = run("plan", installs["mtp"], "--temperature", "hot", "--json")
     assert r.returncode == 1 and r.stdout == ""
-    assert r.stderr.startswith("turbospark-ffi plan: --speculation (option key speculation): "
-                               'got "lots"; accepts ')
+    assert r.stderr.startswith("turbospark-ffi plan: --temperature (option key "
+                               'tsffi.temperature): got "hot"; accepts ')
+
+
+# --options: the text verbatim, so the answer is the one for that exact text.
+OPTIONS_TEXTS = [
+    '{"maxContext": 8192, "kvBits": "3.5", "speculation": 2}',
+    '{"Speculation": 2}',
+    '{"temperature": 0.7, "speculation": "+2"}',
+    '{"speculation": 2, "tsffi": {"engineBlocker": "a vision tower is active"}}',
+    '[null, null, null, null, null, null, 3]',
+]
+
+
+@pytest.mark.parametrize("command", ["plan", "choices"])
+@pytest.mark.parametrize("text", OPTIONS_TEXTS)
+def test_options_text_is_sent_verbatim(installs, abi, command, text):
+    r = run(command, installs["mtp"], "--options", text, "--json")
+    call = abi.plan if command == "plan" else abi.choices
+    status, answer, error = call(installs["mtp"], text)
+    if status == 0:
+        assert (r.returncode, r.stderr, r.stdout) == (0, "", answer + "\n")
+    else:
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", error + "\n")
+
+
+@pytest.mark.parametrize("command,text,line", [
+    ("plan", '{"maxContext": 1, "maxContext": 2}',
+     "turbospark-ffi plan: options: duplicate field `maxContext` at line 1 column 30\n"),
+    ("choices", '{"speculativeDrafter": 1}',
+     "turbospark-ffi choices: options: invalid type: integer `1`, expected a string at line 1 "
+     "column 24\n"),
+])
+def test_options_the_decoder_refuses_exit_1_with_serde_s_text(installs, abi, command, text,
+                                                               line):
+    r = run(command, installs["mtp"], "--options", text)
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", line)
+    call = abi.plan if command == "plan" else abi.choices
+    assert call(installs["mtp"], text) == (4, None, line.split(": ", 1)[1].rstrip("\n"))
+
+
+def test_options_and_an_option_flag_do_not_combine(installs):
+    r = run("plan", installs["mtp"], "--options", "{}", "--speculation", "2")
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == ("turbospark-ffi plan: --options is the whole options object, sent "
+                        "verbatim; accepts it without --speculation, --speculative-drafter, "
+                        "--temperature, --engine-blocker or --no-engine-blocker (put those keys "
+                        "in the object)\n")
+
+
+@pytest.mark.parametrize("command,label", [("plan", "warning      "), ("choices", "warning  ")])
+def test_warnings_are_shown_verbatim(installs, abi, command, label):
+    """A near-miss key and a key that moved into "tsffi" are ignored as the
+    open ignores them (planned, exit 0), each with the library's hint."""
+    text = '{"Speculation": 2, "temperature": 0.7}'
+    status, answer, _ = abi.plan(installs["mtp"], text)
+    warnings = json.loads(answer)["warnings"]
+    assert status == 0 and len(warnings) == 2
+    r = run(command, installs["mtp"], "--options", text)
+    assert r.returncode == 0 and r.stderr == ""
+    for warning in warnings:
+        assert f"{label.strip()} {squash(warning)}" in squash(r.stdout)
+    plain = run(command, installs["mtp"], "--options", '{"speculation": 2}')
+    assert "warning" not in plain.stdout
 
 
 def test_plan_invalid_dir():
@@ -800,20 +897,13 @@ def test_choices_long_engine_blocker_fits_80_columns(installs):
     assert squash(reason) in squash(r.stdout)
 
 
-@pytest.mark.parametrize("flags,message", [
-    (["--temperature", "-1"],
-     "turbospark-ffi choices: --temperature (option key temperature): got -1.0; accepts a "
-     "finite number >= 0, or null\n"),
-    (["--engine-blocker", ""],
-     "turbospark-ffi choices: --engine-blocker (option key engineBlocker): got \"\"; accepts "
-     "a non-empty string without NUL characters (the engine's reason), or null (the engine "
-     "reported none)\n"),
-])
-def test_choices_invalid_flags(installs, abi, flags, message):
-    r = run("choices", installs["mtp"], *flags)
-    assert r.returncode == 1 and r.stdout == ""
-    assert r.stderr == message
-    assert abi.choices(installs["mtp"], flags_to_options(flags))[0] == 1
+def test_choices_mapping_refusal_exits_2(installs, abi):
+    text = '{"kvBits": "5"}'
+    r = run("choices", installs["mtp"], "--options", text)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", 'kvBits must be off, 2, 3, 3.5 or 4, '
+                                                        'got "5"\n')
+    assert abi.choices(installs["mtp"], text) == (2, None, 'kvBits must be off, 2, 3, 3.5 or 4, '
+                                                          'got "5"')
 
 
 def test_choices_invalid_dir(abi):
@@ -868,12 +958,13 @@ def test_long_paths_and_reasons_fit_80_columns(tmp_path, abi):
 
 @pytest.mark.parametrize("command,expect", [
     ([], ["config", "inspect", "plan", "choices", "make-install", "NO_COLOR"]),
-    (["choices"], ["DIR", "--temperature", "--engine-blocker", "--no-engine-blocker", "--json",
-                   "tsffi_speculation_choices", "refused [n]"]),
+    (["choices"], ["DIR", "--temperature", "--engine-blocker", "--no-engine-blocker",
+                   "--options", "--json", "tsffi_speculation_choices", "refused [n]"]),
     (["config"], ["--cflags", "--libs", "--pkg-config-dir"]),
     (["inspect"], ["DIR", "--json", "tsffi_install_info_json"]),
     (["plan"], ["--speculation", "--speculative-drafter", "--temperature", "--engine-blocker",
-                "--no-engine-blocker", "--json", "tsffi_speculation_plan", "2 refused"]),
+                "--no-engine-blocker", "--options", "--json", "tsffi_speculation_plan",
+                "2 refused"]),
     (["make-install"], ["--mtp", "--dflash", "--experts", "--probe-dtype", "--layers",
                         "--samples", "--force"]),
 ])

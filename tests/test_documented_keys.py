@@ -77,7 +77,7 @@ def call(lib, name: str, *args: bytes | None) -> dict:
 OPTION_SETS = [b"", b'{"speculativeDrafter": "dflash", "speculation": 2, "hostKey": 1}',
                b'{"speculation": "off", "tsffi": {"engineBlocker": null}}',
                b'{"speculation": "auto", "tsffi": {"temperature": 0.7, "engineBlocker": "no"}}',
-               b'{"Speculation": 2, "temperature": 0.7}']
+               b'{"Speculation": 2, "temperature": 0.7, "maxContext": 8192}']
 
 
 @pytest.fixture(scope="module")
@@ -152,8 +152,17 @@ def test_the_limits_are_the_documented_ones():
     from turbospark_ffi.jsontext import MAX_JSON_DEPTH
     assert MAX_OPTIONS_BYTES == 16_777_216 and MAX_JSON_DEPTH == 64
     for text in (HEADER_TEXT, SHAPES_PAGE):
-        assert "16 MiB" in text and "16,777,216 bytes" in text
-        assert "64 levels" in text
+        assert "16 MiB" in " ".join(text.split()) and "16,777,216 bytes" in text
+        assert "recursion limit" in text and "64 levels" in text
+
+
+def test_warnings_are_in_the_answers(answers):
+    """The fixture discriminates: a near-miss and a moved key were sent, so
+    "warnings" carried strings (and its documentation is about real ones)."""
+    plans = answers["tsffi_speculation_plan"]
+    tables = answers["tsffi_speculation_choices"]
+    assert any(table["warnings"] for table in tables)
+    assert all("warnings" not in plan for plan in plans)  # an item's plan: the table's
 
 
 @pytest.mark.parametrize("size,status", [(16_777_216 - 20, 0), (16_777_216 + 1, 1)])
@@ -179,3 +188,80 @@ def test_the_depth_limit_is_where_it_is_documented(loaded, depth, status):
     body = b'{"hostKey": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     assert loaded.lib.tsffi_resolve_speculation(body, ctypes.byref(out)) == 0
     loaded.lib.tsffi_string_free(out)
+
+
+@pytest.mark.parametrize("text,status", [
+    # An ignored key is skipped at any depth, as the open skips it...
+    (b'{"hostKey": ' + b"[" * 200 + b"]" * 200 + b"}", 0),
+    # ...a known "any" key past serde's recursion limit of 128 is the open's status 4.
+    (b'{"maxContext": ' + b"[" * 200 + b"]" * 200 + b"}", 4),
+])
+def test_the_depth_rules_are_the_documented_ones(loaded, text, status):
+    out = ctypes.c_void_p()
+    got = loaded.lib.tsffi_resolve_speculation(text, ctypes.byref(out))
+    loaded.lib.tsffi_string_free(out)
+    assert got == status
+
+
+# ---------------------------------------------------------------------------
+# The 16-key table: docs/c-api.md's, the Swift Options type's and the
+# header's follow options.OPTION_TABLE, the single source.
+
+TABLE_MARKER = "<!-- option-table:"
+# typed_json's type names, in the words the page uses for them.
+TYPE_WORDS = {"ANY": "any", "STRING": "string", "U32": "integer (u32)", "F64": "number (f64)"}
+
+
+def documented_option_table(page: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(key, JSON type, messages) of each row of the page's 16-key table:
+    the messages are the cell's code spans that contain a space (a value
+    quoted beside them, like `2.0`, has none)."""
+    lines = page[page.index(TABLE_MARKER):].split("\n")[3:]
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        assert len(cells) == 4, line
+        spans = re.findall(r"`([^`]+)`", cells[3])
+        rows.append((cells[0].strip("`"), cells[1], tuple(s for s in spans if " " in s)))
+    return rows
+
+
+def source_option_table() -> list[tuple[str, str, tuple[str, ...]]]:
+    from turbospark_ffi.options import OPTION_TABLE
+    return [(key.name, TYPE_WORDS[key.serde_type], tuple(key.messages)) for key in OPTION_TABLE]
+
+
+def test_the_documented_option_table_is_options_table():
+    documented = documented_option_table(SHAPES_PAGE)
+    assert len(documented) == 16
+    assert documented == source_option_table()
+
+
+def test_the_option_table_check_discriminates():
+    """One changed character of one message, or a row left out, is seen."""
+    source = source_option_table()
+    changed = SHAPES_PAGE.replace("got {x}` |\n| `steeringGate`", "got {v}` |\n| `steeringGate`")
+    assert changed != SHAPES_PAGE
+    assert documented_option_table(changed) != source
+    dropped = re.sub(r"\n\| `visionSidecar` \|[^\n]*", "", SHAPES_PAGE)
+    assert dropped != SHAPES_PAGE
+    assert documented_option_table(dropped) != source
+
+
+def test_the_swift_options_keys_are_options_table():
+    """Options.Key, the keys the Swift package sends: the 16 in declaration
+    order, then tsffi."""
+    from turbospark_ffi.options import OPTION_KEYS, TSFFI_KEY, TSFFI_KEYS
+    swift = (ROOT / "swift" / "Sources" / "SpeculationPreview" / "Options.swift").read_text()
+    body = swift[swift.index("public struct Options:"):]
+    body = body[body.index("public enum Key: String, CodingKey"):]
+    body = body[:body.index("public static let engineKeys")]
+    assert re.findall(r"^\s+case (\w+)$", body, re.M) == [*OPTION_KEYS, TSFFI_KEY]
+    preview = swift[swift.index("public struct PreviewOptions"):]
+    preview = preview[preview.index("public enum Key"):]
+    preview = preview[:preview.index("}")]
+    assert tuple(re.findall(r"^\s+case (\w+)$", preview, re.M)) == tuple(sorted(TSFFI_KEYS))
+    for key in (*OPTION_KEYS, TSFFI_KEY, *TSFFI_KEYS):
+        assert f"`{key}`" in SHAPES_PAGE, key

@@ -50,7 +50,7 @@ APP_LINES = [
     "on 2 (dflash)",
     f"settings (typed from 2, auto): TSFFI_ERR_REFUSED {REFUSAL_PREFIX}{DFLASH_NOTE}",
     "custom compute: preview of /preview",
-    "names: engine 21, preview 20, module-qualified true",
+    "names: engine 21, preview 27, module-qualified true",
 ]
 
 # What the former names do to the same source (swiftc's words).

@@ -36,11 +36,16 @@
  *      $(pkg-config --cflags --libs gtk4 json-glib-1.0 gio-unix-2.0) -ldl
  *
  * Run:
- *   tsffi-settings [--library PATH] [--model DIR|NAME] [--drive]
+ *   tsffi-settings [--library PATH] [--model DIR|NAME] [--options JSON] [--drive]
  *
  * Without --library the library is found through $TSFFI_LIBRARY, then the
  * installed package (`turbospark-ffi config --libdir`, then
  * `python3 -m turbospark_ffi config --libdir`).
+ *
+ * --options is the host's own open-options object (a JSON object): the
+ * window sends it with its two pickers' keys set, as an app sends the object
+ * it gives the engine's open, and shows the library's "warnings" about it (a
+ * key the open ignores that looks like a typo of one of its keys).
  *
  * --drive reads commands from stdin and prints what the window shows as JSON
  * lines on stdout; tests/test_gui.py drives the real widgets with it (see the
@@ -337,10 +342,23 @@ static void drive_print(JsonBuilder *b) {
     g_free(line);
 }
 
-/* The options object for one pair of items: what the engine's open gets. */
-static char *options_json(guint speculation, guint drafter) {
+/* The options object for one pair of items: what the engine's open gets.
+ * `base` is the host's own object (--options, checked to be one at start-up)
+ * or NULL: its members are kept, but the two the pickers set. */
+static char *options_json(JsonObject *base, guint speculation, guint drafter) {
     JsonBuilder *b = json_builder_new();
     json_builder_begin_object(b);
+    if (base != NULL) {
+        GList *names = json_object_get_members(base), *name;
+        for (name = names; name != NULL; name = name->next) {
+            if (strcmp(name->data, "speculation") == 0 ||
+                strcmp(name->data, "speculativeDrafter") == 0)
+                continue;
+            json_builder_set_member_name(b, name->data);
+            json_builder_add_value(b, json_node_copy(json_object_get_member(base, name->data)));
+        }
+        g_list_free(names);
+    }
     json_builder_set_member_name(b, "speculation");
     if (SPECULATION_ITEMS[speculation].value != NULL)
         json_builder_add_string_value(b, SPECULATION_ITEMS[speculation].value);
@@ -393,6 +411,7 @@ typedef struct {
     char *model;       /* as typed or chosen: a folder or an installed alias */
     guint speculation; /* selected items */
     guint drafter;
+    JsonObject *base;  /* --options (a reference), or NULL */
 } Request;
 
 typedef struct {
@@ -400,9 +419,11 @@ typedef struct {
     Outcome drafter[N_DRAFTER];         /* each item, with the selected speculation */
     Outcome preview;                    /* the entry marked "selected" */
     char *model_dir;                    /* the directory the library read; NULL on error */
+    char *warnings;                     /* the table's "warnings", one a line; NULL: none */
 } Choices;
 
 static void request_free(Request *r) {
+    g_clear_pointer(&r->base, json_object_unref);
     g_free(r->model);
     g_free(r);
 }
@@ -415,7 +436,29 @@ static void choices_free(Choices *c) {
         outcome_clear(&c->drafter[i]);
     outcome_clear(&c->preview);
     g_free(c->model_dir);
+    g_free(c->warnings);
     g_free(c);
+}
+
+/* The table's "warnings" (hints about the host's options that change
+ * nothing: the open ignores the keys they are about), one a line, verbatim;
+ * NULL when there are none. */
+static char *read_warnings(JsonObject *root) {
+    JsonNode *node = json_object_get_member(root, "warnings");
+    JsonArray *warnings;
+    GString *text;
+    guint i, n;
+    if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+        return NULL;
+    warnings = json_node_get_array(node);
+    n = json_array_get_length(warnings);
+    if (n == 0)
+        return NULL;
+    text = g_string_new(NULL);
+    for (i = 0; i < n; i++)
+        g_string_append_printf(text, "%s%s", i ? "\n" : "",
+                               json_array_get_string_element(warnings, i));
+    return g_string_free(text, FALSE);
 }
 
 /* Read tsffi_speculation_choices' JSON (see the header for its shape). */
@@ -436,6 +479,7 @@ static void read_choices(const char *json, const Request *r, Choices *c) {
     }
     root = json_node_get_object(json_parser_get_root(parser));
     c->model_dir = g_strdup(string_or_null(root, "modelDir"));
+    c->warnings = read_warnings(root);
     entries = json_object_get_array_member(root, "choices");
     n = json_array_get_length(entries);
     for (i = 0; i < n; i++) {
@@ -460,7 +504,7 @@ static void read_choices(const char *json, const Request *r, Choices *c) {
 /* The one library call a change makes. Runs on the worker. */
 static Choices *compute_choices(const Request *r) {
     Choices *c = g_new0(Choices, 1);
-    char *options = options_json(r->speculation, r->drafter);
+    char *options = options_json(r->base, r->speculation, r->drafter);
     char *json = NULL;
     int32_t status;
     ASSERT_WORKER_THREAD();
@@ -729,12 +773,15 @@ typedef struct {
     GtkApplication *gtk;
     char *library_arg; /* --library, or NULL */
     char *model_arg;   /* --model, or NULL */
+    char *options_arg; /* --options, or NULL */
+    JsonObject *base;  /* --options as an object, or NULL */
     gboolean drive;    /* --drive */
 
     GtkWidget *window, *model_entry, *installed_button, *choose_button;
     GtkWidget *speculation_dd, *drafter_dd;
     GtkWidget *drafter_value, *speculation_value, *policies_value;
     GtkWidget *message_kind, *message_value, *library_value;
+    GtkWidget *warnings_heading, *warnings_value; /* shown only when there are warnings */
     GListStore *speculation_items, *drafter_items; /* owned by the drop-downs */
 
     gboolean loading;      /* the load task has not answered yet */
@@ -794,6 +841,14 @@ static void show_outcome(App *app, const Outcome *o) {
         set_preview(app, "-", "-", "-", kind, o->error);
         g_free(kind);
     }
+}
+
+/* The library's hints about the host's options, verbatim; the row is
+ * hidden when there are none. */
+static void show_warnings(App *app, const char *warnings) {
+    gtk_label_set_text(GTK_LABEL(app->warnings_value), warnings != NULL ? warnings : "");
+    gtk_widget_set_visible(app->warnings_heading, warnings != NULL);
+    gtk_widget_set_visible(app->warnings_value, warnings != NULL);
 }
 
 static void mark_items(GListStore *store, const Outcome *outcomes) {
@@ -868,6 +923,7 @@ static void on_choices_done(GObject *source, GAsyncResult *result, gpointer data
     mark_items(app->speculation_items, choices->speculation);
     mark_items(app->drafter_items, choices->drafter);
     show_outcome(app, &choices->preview);
+    show_warnings(app, choices->warnings);
     moved = watch_folder(app, choices->model_dir);
     choices_free(choices);
     app->shown = request->generation;
@@ -909,6 +965,7 @@ static void request_preview(App *app) {
     request->model = g_strdup(model);
     request->speculation = gtk_drop_down_get_selected(GTK_DROP_DOWN(app->speculation_dd));
     request->drafter = gtk_drop_down_get_selected(GTK_DROP_DOWN(app->drafter_dd));
+    request->base = app->base != NULL ? json_object_ref(app->base) : NULL;
     app->pending = g_cancellable_new();
     task = g_task_new(NULL, app->pending, on_choices_done, app);
     g_task_set_task_data(task, request, (GDestroyNotify)request_free);
@@ -1193,6 +1250,8 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     app->message_value = value_label();
     app->library_value = value_label();
     gtk_widget_add_css_class(app->library_value, "dim-label");
+    app->warnings_heading = heading("Warnings");
+    app->warnings_value = value_label();
 
     gtk_grid_attach(GTK_GRID(grid), heading_aligned("Model", 0.5), 0, 0, 1, 1);
     gtk_grid_attach(GTK_GRID(grid), model_row, 1, 0, 1, 1);
@@ -1209,9 +1268,12 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     gtk_grid_attach(GTK_GRID(grid), app->policies_value, 1, 6, 1, 1);
     gtk_grid_attach(GTK_GRID(grid), app->message_kind, 0, 7, 1, 1);
     gtk_grid_attach(GTK_GRID(grid), app->message_value, 1, 7, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), 0, 8, 2, 1);
-    gtk_grid_attach(GTK_GRID(grid), heading("Library"), 0, 9, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), app->library_value, 1, 9, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->warnings_heading, 0, 8, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->warnings_value, 1, 8, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), 0, 9, 2, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Library"), 0, 10, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->library_value, 1, 10, 1, 1);
+    show_warnings(app, NULL);
     gtk_window_set_child(GTK_WINDOW(app->window), grid);
 
     set_preview(app, "-", "-", "-", "", "Loading libtsffi…");
@@ -1313,6 +1375,7 @@ static void drive_report(App *app, const char *event) {
     add_label(b, "messageKind", app->message_kind);
     add_label(b, "message", app->message_value);
     add_label(b, "library", app->library_value);
+    add_label(b, "warnings", app->warnings_value);
     json_builder_set_member_name(b, "controlsSensitive");
     json_builder_add_boolean_value(b, gtk_widget_is_sensitive(app->speculation_dd));
     add_items(b, "speculationItems", app->speculation_items);
@@ -1518,6 +1581,25 @@ static void drive_start(App *app) {
 
 /* ------------------------------------------------------------------------ */
 
+/* --options as a JSON object (a reference), or NULL after saying why not. */
+static JsonObject *options_object(const char *text) {
+    JsonParser *parser = json_parser_new();
+    GError *error = NULL;
+    JsonObject *object = NULL;
+    if (!json_parser_load_from_data(parser, text, -1, &error)) {
+        g_printerr("--options: %s; accepts a JSON object\n", error->message);
+        g_error_free(error);
+    } else if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+        g_printerr("--options: got %s; accepts a JSON object\n", text);
+    } else {
+        object = json_object_ref(json_node_get_object(json_parser_get_root(parser)));
+        /* Read by every worker at once: sealed, so nothing can change it. */
+        json_object_seal(object);
+    }
+    g_object_unref(parser);
+    return object;
+}
+
 int main(int argc, char **argv) {
     App app = {0};
     GError *error = NULL;
@@ -1527,6 +1609,8 @@ int main(int argc, char **argv) {
          "PATH"},
         {"model", 0, 0, G_OPTION_ARG_FILENAME, &app.model_arg,
          "the model to open: a folder or an installed alias", "DIR|NAME"},
+        {"options", 0, 0, G_OPTION_ARG_STRING, &app.options_arg,
+         "the host's own open-options object, sent with the pickers' two keys set", "JSON"},
         {"drive", 0, 0, G_OPTION_ARG_NONE, &app.drive,
          "read commands from stdin and print what the window shows (for tests)", NULL},
         {NULL, 0, 0, 0, NULL, NULL, NULL},
@@ -1542,6 +1626,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     g_option_context_free(context);
+    if (app.options_arg != NULL && (app.base = options_object(app.options_arg)) == NULL)
+        return 2;
 
     /* NON_UNIQUE: several windows (and parallel tests) may run at once. */
     app.gtk = gtk_application_new("org.turbospark.FfiSettings", G_APPLICATION_NON_UNIQUE);
@@ -1560,5 +1646,7 @@ int main(int argc, char **argv) {
     g_object_unref(app.gtk);
     g_free(app.library_arg);
     g_free(app.model_arg);
+    g_free(app.options_arg);
+    g_clear_pointer(&app.base, json_object_unref);
     return status;
 }

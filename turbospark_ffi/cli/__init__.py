@@ -12,8 +12,9 @@
     bundle OUT     a relocatable folder holding the library and its Python
 
 Exit status: 0 done (for `plan`: planned, whether speculation is on or off),
-2 refused (a named block that cannot be served: the original module's message, verbatim,
-on stderr), 1 anything else that went wrong (an invalid argument, an install
+2 refused, as the engine's open refuses with its status 2 (an option value
+the open refuses, or a named block that cannot be served: the engine's or
+the original module's message, verbatim, on stderr), 1 anything else that went wrong (an invalid argument, an install
 that cannot be written) -- always one line on stderr, never a traceback.
 
 HOW `--json` STAYS BYTE-IDENTICAL TO THE C ABI: inspect, plan and choices

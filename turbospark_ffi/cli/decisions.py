@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import EXIT_OK, EXIT_REFUSED, Formatter, request_for, text_arg, write_json
+from .common import EXIT_OK, EXIT_REFUSED, CliError, Formatter, request_for, text_arg, write_json
 from .report import WIDTH, Report, wrap, yes_no
 
 __all__ = ["register", "plan_options", "run_plan", "run_choices"]
@@ -19,11 +19,14 @@ note and the reason in plain words. The flags build the same options object
 a host passes to tsffi_speculation_plan; --json prints exactly what that call
 returns for it. DIR may be an installed alias, resolved as in inspect.
 
-Exit status: 0 planned (speculation on or off); 2 refused: a named block
-that cannot be served, with the engine's message on stderr, verbatim (it
-names the engine's own flag, --speculative, which is --speculation here) and
-what that means on stdout; 1 an invalid argument: one line naming the option
-key, the value and the accepted set.
+Exit status: 0 planned (speculation on or off); 2 refused, as the engine's
+open refuses with its status 2: an option value the open's mapping refuses,
+with the engine's message alone on stderr, or a named block that cannot be
+served, with the engine's message on stderr, verbatim (it names the engine's
+own flag, --speculative, which is --speculation here) and what that means on
+stdout; 1 anything else: options the engine's decoder refuses ("options: "
+and serde's text), an invalid argument (one line naming the option key, the
+value and the accepted set).
 """
 
 PLAN_EPILOG = """
@@ -32,6 +35,7 @@ examples:
   turbospark-ffi plan DIR --speculation 2       a named block (may be refused)
   turbospark-ffi plan DIR --speculative-drafter dflash --speculation 2
   turbospark-ffi plan DIR --no-engine-blocker --json
+  turbospark-ffi plan DIR --options '{"maxContext": 8192, "speculation": 2}'
 """
 
 CHOICES_DESCRIPTION = """
@@ -44,8 +48,9 @@ be served); each numbered text is listed once below the grid, verbatim.
 --json prints exactly what tsffi_speculation_choices returns. DIR may be an
 installed alias, resolved as in inspect.
 
-Exit status: 0 when the table was made (refused items included); 1 an
-invalid argument.
+Exit status: 0 when the table was made (refused items included); 2 an
+option value the engine's open refuses (its message alone on stderr); 1
+anything else (options the engine's decoder refuses, an invalid argument).
 """
 
 CHOICES_EPILOG = """
@@ -70,6 +75,7 @@ def register(sub) -> None:
                       help="which drafter: auto (whichever the install carries; the "
                            "default), mtp or dflash (option key speculativeDrafter)")
     add_temperature_and_blocker(plan)
+    add_options_text(plan)
     plan.add_argument("--json", action="store_true",
                       help="print exactly what tsffi_speculation_plan returns")
     plan.set_defaults(run=run_plan)
@@ -80,6 +86,7 @@ def register(sub) -> None:
     choices.add_argument("dir", metavar="DIR",
                          help="the install directory, or an installed alias")
     add_temperature_and_blocker(choices)
+    add_options_text(choices)
     choices.add_argument("--json", action="store_true",
                          help="print exactly what tsffi_speculation_choices returns")
     # Every item varies these two: the options hold neither.
@@ -90,17 +97,27 @@ def add_temperature_and_blocker(command: argparse.ArgumentParser) -> None:
     """The options `plan` and `choices` share: the ones a whole table holds
     fixed while it varies speculation and the drafter."""
     command.add_argument("--temperature", metavar="T",
-                         help="the sampling temperature, a number >= 0; absent means the "
-                              "open-time decision, which assumes greedy (option key "
-                              "temperature)")
+                         help="what a sampled run at this temperature (a number >= 0) would "
+                              "decide: a question the engine's open does not ask (it assumes "
+                              "deterministic decoding, as does the plan without this flag); "
+                              "option key tsffi.temperature")
     blocker = command.add_mutually_exclusive_group()
     blocker.add_argument("--engine-blocker", metavar="TEXT",
                          help="the engine's own reason not to speculate, as a host that has "
-                              "opened the install would pass it (option key engineBlocker)")
+                              "opened the install would pass it (option key "
+                              "tsffi.engineBlocker)")
     blocker.add_argument("--no-engine-blocker", action="store_true",
-                         help="the engine reported no reason (engineBlocker null); without "
-                              "either flag the library previews the engine's blocker from "
-                              "the files")
+                         help="the engine reported no reason (tsffi.engineBlocker null); "
+                              "without either flag the library previews the engine's "
+                              "blocker from the files")
+
+
+def add_options_text(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--options", metavar="JSON", dest="options_text",
+                         help="the whole options object a host passes, sent verbatim: the "
+                              "engine's keys (maxContext, loadGuard, kvBits, ...), the tsffi "
+                              "object, and any other key, which is ignored as the open "
+                              "ignores it; not combined with the other option flags")
 
 
 def temperature_value(text: str):
@@ -118,15 +135,14 @@ def temperature_value(text: str):
 def plan_options(args: argparse.Namespace) -> dict:
     """The options object a host would pass to tsffi_speculation_plan for these
     flags: only the keys given (absent keys are the defaults); --speculation
-    as the string typed (the grammar takes "auto", "off" and decimal blocks
-    as strings); --no-engine-blocker is tsffi.engineBlocker null."""
+    as the string typed (the open takes "auto", "off" and decimal blocks as
+    strings); the preview's own inputs in the "tsffi" object, where
+    --no-engine-blocker is engineBlocker null."""
     options: dict = {}
     if args.speculation is not None:
         options["speculation"] = text_arg(args.speculation, "--speculation")
     if args.drafter is not None:
         options["speculativeDrafter"] = text_arg(args.drafter, "--speculative-drafter")
-    # The preview's own inputs: in the "tsffi" object since ABI 3 (the
-    # engine's open reads neither).
     preview: dict = {}
     if args.temperature is not None:
         preview["temperature"] = temperature_value(args.temperature)
@@ -139,16 +155,41 @@ def plan_options(args: argparse.Namespace) -> dict:
     return options
 
 
+def options_text(args: argparse.Namespace) -> str:
+    """The options text the call is made with: --options verbatim (so the
+    answer is the one for that exact text: a key given twice, a top-level
+    array, an ignored key's spelling), else the flags' object."""
+    from ..jsontext import dumps
+    flags = plan_options(args)
+    if args.options_text is None:
+        return dumps(flags)
+    if flags:
+        raise CliError("--options is the whole options object, sent verbatim; accepts it "
+                       "without --speculation, --speculative-drafter, --temperature, "
+                       "--engine-blocker or --no-engine-blocker (put those keys in the object)")
+    return text_arg(args.options_text, "--options")
+
+
+def option_refused(exc: Exception) -> int:
+    """The engine's open refuses an option value (its status 2): its message,
+    bare and verbatim, alone on stderr, as the host shows it."""
+    sys.stderr.write(str(exc) + "\n")
+    sys.stderr.flush()
+    return EXIT_REFUSED
+
+
 # ---------------------------------------------------------------------------
 # plan
 
 def run_plan(args: argparse.Namespace) -> int:
-    from ..errors import SpeculationRefused
-    from ..jsontext import dumps
+    from ..errors import OptionRefused, SpeculationRefused
     from ..wire import plan_json, plan_to_dict
 
-    options_json = dumps(plan_options(args))
-    req = request_for(args.dir, options_json)
+    options_json = options_text(args)
+    try:
+        req = request_for(args.dir, options_json)
+    except OptionRefused as exc:
+        return option_refused(exc)
     try:
         if args.json:
             return write_json(plan_json(req))
@@ -216,18 +257,29 @@ def plan_report(model_dir: str, options_json: str, requested: str | None, plan: 
         out.row("note", note, tone="warn")
     if reason is not None:
         out.row("reason", "the note above" if reason == note else reason)
+    warning_rows(out, plan["warnings"])
     out.flush()
+
+
+def warning_rows(out: Report, warnings: list[str] | tuple[str, ...]) -> None:
+    """The hints about the options (a near-miss key, a key that moved into
+    "tsffi"), verbatim: keys the open ignores, so nothing was refused."""
+    for warning in warnings:
+        out.row("warning", warning, tone="warn")
 
 
 # ---------------------------------------------------------------------------
 # choices
 
 def run_choices(args: argparse.Namespace) -> int:
-    from ..jsontext import dumps
+    from ..errors import OptionRefused
     from ..wire import choices_json
 
-    options_json = dumps(plan_options(args))
-    req = request_for(args.dir, options_json)
+    options_json = options_text(args)
+    try:
+        req = request_for(args.dir, options_json)
+    except OptionRefused as exc:
+        return option_refused(exc)
     if args.json:
         return write_json(choices_json(req))
     choices_report(req.choices(), options_json)
@@ -306,6 +358,7 @@ def choices_report(table, options_json: str) -> None:
              "row's speculation and that column's speculativeDrafter added)", tone="dim")
     out.row("carries", f"an MTP head: {yes_no(table.install_has_mtp_head)}; a DFlash2 "
             f"drafter: {yes_no(table.install_has_dflash)}")
+    warning_rows(out, table.warnings)
     notes = Footnotes()
     out.lines.extend(grid_lines(out, table.choices, notes))
     out.lines.append("")

@@ -30,10 +30,11 @@ public enum SpeculativeDrafter: String, Codable, Sendable, Hashable, CaseIterabl
 /// `.auto`: draft if the install can, and say why not when it cannot. `.off`:
 /// never. `.block(n)`: draft `n` tokens per round, or fail naming the reason
 /// (a ``TsffiError`` with status ``TsffiStatus/refused``). A block
-/// outside 1...15 (0 included) is an invalid option, as the engine's parser
-/// says: the library refuses it with ``TsffiStatus/invalidArgument``,
-/// naming the range, before it reads any install. Any `Int` is passed through
-/// as it is, so that message is the library's.
+/// outside 1...15 (0 included) is refused by the engine's own option mapping
+/// before any install is read, and so by the library: status
+/// ``TsffiStatus/refused`` with the engine's message
+/// (`speculation block must be in 1..=15, got 0`). Any `Int` is passed
+/// through as it is, so that message is the library's.
 public enum Speculation: Sendable, Hashable, Codable, CustomStringConvertible {
     case auto
     case off
@@ -44,11 +45,12 @@ public enum Speculation: Sendable, Hashable, Codable, CustomStringConvertible {
     public static let allowedBlocks: ClosedRange<Int> = 1...15
 
     /// The value an engine spelling names, exactly as the engine's open reads
-    /// a `speculation` string (docs/ENGINE.md section 5): `"auto"` or
-    /// `"off"` in any ASCII case, or a block in 1...15 as ASCII decimal
-    /// digits (leading zeros allowed: `"02"` is block 2); nil for any other
-    /// text (`"0"`, `"16"`, `" 2"`, `"+2"`, `"2.0"`, `""`, non-ASCII digits
-    /// or letters). For an app's own raw values, e.g.
+    /// a `speculation` string (docs/c-api.md, "Options"): `"auto"` or
+    /// `"off"` in any ASCII case, or a block in 1...15 as Rust's `u64` parse
+    /// reads it: ASCII decimal digits after at most one `+` (leading zeros
+    /// allowed: `"02"` and `"+2"` are block 2); nil for any other text
+    /// (`"0"`, `"16"`, `" 2"`, `"-2"`, `"2.0"`, `""`, non-ASCII digits or
+    /// letters). For an app's own raw values, e.g.
     /// `Speculation(app.speculationMode.rawValue)`. Nil says only "not a
     /// spelling": the library's refusal of the same text, sent as JSON, is
     /// the message to show.
@@ -60,14 +62,16 @@ public enum Speculation: Sendable, Hashable, Codable, CustomStringConvertible {
             return nil
         }
         let folded = String(decoding: bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        // One "+" before the digits is part of an unsigned number for Rust.
+        let unsigned = bytes.first == 0x2B ? bytes.dropFirst() : bytes[...]
         if folded == "auto" {
             self = .auto
         } else if folded == "off" {
             self = .off
-        } else if bytes.allSatisfy({ (0x30...0x39).contains($0) }) {
+        } else if !unsigned.isEmpty, unsigned.allSatisfy({ (0x30...0x39).contains($0) }) {
             // Leading zeros dropped first, so a long run of them is still a
             // small number and nothing overflows.
-            let digits = bytes.drop { $0 == 0x30 }
+            let digits = unsigned.drop { $0 == 0x30 }
             guard digits.count <= 2,
                   let block = Int(String(decoding: digits, as: UTF8.self)),
                   Self.allowedBlocks.contains(block)
@@ -129,8 +133,8 @@ public enum Speculation: Sendable, Hashable, Codable, CustomStringConvertible {
 }
 
 /// The engine's own speculation blocker, as the host learned it after open
-/// (the option key `engineBlocker`). Three states, because the library
-/// distinguishes them:
+/// (`tsffi.engineBlocker`). Three states, because the library distinguishes
+/// them:
 ///
 /// - `.absent`: the key is not sent; ``Tsffi/speculationPlan(modelDir:options:)``
 ///   previews the blocker from the install's files.
@@ -142,49 +146,37 @@ public enum EngineBlocker: Sendable, Hashable {
     case reason(String)
 }
 
-/// The options a host gives the engine's open, as a Swift value. ``json()``
-/// produces the JSON object with the engine's camelCase keys, which is what
-/// every call of this package sends.
+/// What the preview needs beyond the engine's options, sent as the one
+/// namespaced object the engine's open ignores: `"tsffi": {...}`. So one
+/// options object still serves both the open and the preview.
 ///
-/// Nothing is validated here: a block outside 1...15, a negative or
-/// non-finite temperature, an empty blocker reason are all sent as they are,
-/// and the library refuses them with its own message. (A non-finite
-/// temperature is sent as the string `"nan"` / `"inf"` / `"-inf"`, which JSON
-/// can carry and the library refuses, naming the value.)
-public struct Options: Sendable, Hashable, Encodable {
-    /// `speculativeDrafter`. Default `.auto`.
-    public var drafter: SpeculativeDrafter
-    /// `speculation`. Default `.auto`.
-    public var speculation: Speculation
-    /// `temperature`; nil leaves the key out, which is the open-time decision
-    /// (deterministic decoding assumed).
+/// Both inputs are questions the open does not ask: it decides speculation
+/// with deterministic decoding assumed and before any blocker is known.
+/// Leave both out (the default) and the preview decides as the open does.
+public struct PreviewOptions: Sendable, Hashable, Encodable {
+    /// `tsffi.temperature`: what a sampled run at this temperature would
+    /// decide. nil leaves the key out: deterministic decoding, the open's
+    /// assumption.
     public var temperature: Double?
-    /// `engineBlocker`. Default `.absent` (key left out).
+    /// `tsffi.engineBlocker`. Default `.absent` (key left out).
     public var engineBlocker: EngineBlocker
 
-    public init(drafter: SpeculativeDrafter = .auto, speculation: Speculation = .auto,
-                temperature: Double? = nil, engineBlocker: EngineBlocker = .absent) {
-        self.drafter = drafter
-        self.speculation = speculation
+    public init(temperature: Double? = nil, engineBlocker: EngineBlocker = .absent) {
         self.temperature = temperature
         self.engineBlocker = engineBlocker
     }
 
-    /// All defaults: `{"speculation":"auto","speculativeDrafter":"auto"}`.
-    public static let `default` = Options()
+    /// Nothing set: the `tsffi` object is left out of ``Options/json()``.
+    public var isEmpty: Bool { temperature == nil && engineBlocker == .absent }
 
-    /// The engine's option keys, spelled once.
+    /// The `tsffi` object's keys, spelled once.
     public enum Key: String, CodingKey, CaseIterable, Sendable {
-        case speculation
-        case speculativeDrafter
-        case temperature
         case engineBlocker
+        case temperature
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: Key.self)
-        try container.encode(speculation, forKey: .speculation)
-        try container.encode(drafter, forKey: .speculativeDrafter)
         if let temperature {
             try container.encode(temperature, forKey: .temperature)
         }
@@ -197,9 +189,170 @@ public struct Options: Sendable, Hashable, Encodable {
             try container.encode(reason, forKey: .engineBlocker)
         }
     }
+}
+
+/// The options a host gives the engine's open, as a Swift value: the
+/// engine's 16 keys (docs/c-api.md, "Options") as optional typed fields, and
+/// the preview's own inputs under ``preview`` (the `"tsffi"` object).
+/// ``json()`` produces the JSON object with the engine's camelCase keys,
+/// which is what every call of this package sends; a field that is nil is
+/// left out, which is what the open does with an absent key.
+///
+/// Nothing is validated here: a block outside 1...15, an expert cache size
+/// the engine does not offer, a negative temperature, an empty blocker
+/// reason are all sent as they are, and the library refuses them with the
+/// engine's (or its own) message and status. A non-finite `Double` is sent
+/// as the string `"nan"` / `"inf"` / `"-inf"`, which JSON can carry and the
+/// library refuses (an engine key: status ``TsffiStatus/json``, serde's
+/// `invalid type: string "inf", expected f64`).
+public struct Options: Sendable, Hashable, Encodable {
+    /// `maxContext`; nil: the engine's default.
+    public var maxContext: ContextLimit?
+    /// `expertCacheSlots`; nil: the engine's default.
+    public var expertCacheSlots: ExpertCacheSlots?
+    /// `powerProfile`; nil: the engine's default.
+    public var powerProfile: PowerProfile?
+    /// `loadGuard`; nil: the engine's default.
+    public var loadGuard: LoadGuard?
+    /// `minAutoContext` (a `u32` for the engine: `UInt32` is its range).
+    public var minAutoContext: UInt32?
+    /// `maxTokensPerSec`.
+    public var maxTokensPerSec: Double?
+    /// `speculation`. Default `.auto`; always sent.
+    public var speculation: Speculation
+    /// `speculativeDrafter`. Default `.auto`; always sent.
+    public var drafter: SpeculativeDrafter
+    /// `steering`: the steering vector's path. The other steering fields
+    /// without it are refused by the engine (`steering options given without
+    /// a steering vector path`).
+    public var steering: String?
+    /// `steeringMode`.
+    public var steeringMode: SteeringMode?
+    /// `steeringScale`.
+    public var steeringScale: Double?
+    /// `steeringLayers`, sent as `"START:END"` (inclusive, 0-based).
+    public var steeringLayers: ClosedRange<Int>?
+    /// `steeringTarget`.
+    public var steeringTarget: Double?
+    /// `steeringGate` (the engine accepts a finite number >= 0).
+    public var steeringGate: Double?
+    /// `visionSidecar`: a path.
+    public var visionSidecar: String?
+    /// `kvBits`.
+    public var kvBits: KVBits?
+    /// The preview's own inputs, sent as the `"tsffi"` object (left out
+    /// when empty).
+    public var preview: PreviewOptions
+
+    public init(drafter: SpeculativeDrafter = .auto, speculation: Speculation = .auto,
+                maxContext: ContextLimit? = nil, expertCacheSlots: ExpertCacheSlots? = nil,
+                powerProfile: PowerProfile? = nil, loadGuard: LoadGuard? = nil,
+                minAutoContext: UInt32? = nil, maxTokensPerSec: Double? = nil,
+                steering: String? = nil, steeringMode: SteeringMode? = nil,
+                steeringScale: Double? = nil, steeringLayers: ClosedRange<Int>? = nil,
+                steeringTarget: Double? = nil, steeringGate: Double? = nil,
+                visionSidecar: String? = nil, kvBits: KVBits? = nil,
+                preview: PreviewOptions = PreviewOptions()) {
+        self.maxContext = maxContext
+        self.expertCacheSlots = expertCacheSlots
+        self.powerProfile = powerProfile
+        self.loadGuard = loadGuard
+        self.minAutoContext = minAutoContext
+        self.maxTokensPerSec = maxTokensPerSec
+        self.speculation = speculation
+        self.drafter = drafter
+        self.steering = steering
+        self.steeringMode = steeringMode
+        self.steeringScale = steeringScale
+        self.steeringLayers = steeringLayers
+        self.steeringTarget = steeringTarget
+        self.steeringGate = steeringGate
+        self.visionSidecar = visionSidecar
+        self.kvBits = kvBits
+        self.preview = preview
+    }
+
+    /// The preview's inputs given beside the two speculation keys, as most
+    /// callers set them: `Options(speculation: .block(2), temperature: 0.7)`.
+    public init(drafter: SpeculativeDrafter = .auto, speculation: Speculation = .auto,
+                temperature: Double?, engineBlocker: EngineBlocker = .absent) {
+        self.init(drafter: drafter, speculation: speculation,
+                  preview: PreviewOptions(temperature: temperature, engineBlocker: engineBlocker))
+    }
+
+    /// The same, for an engine blocker alone.
+    public init(drafter: SpeculativeDrafter = .auto, speculation: Speculation = .auto,
+                engineBlocker: EngineBlocker) {
+        self.init(drafter: drafter, speculation: speculation,
+                  preview: PreviewOptions(engineBlocker: engineBlocker))
+    }
+
+    /// `preview.temperature`.
+    public var temperature: Double? {
+        get { preview.temperature }
+        set { preview.temperature = newValue }
+    }
+
+    /// `preview.engineBlocker`.
+    public var engineBlocker: EngineBlocker {
+        get { preview.engineBlocker }
+        set { preview.engineBlocker = newValue }
+    }
+
+    /// All defaults: `{"speculation":"auto","speculativeDrafter":"auto"}`.
+    public static let `default` = Options()
+
+    /// The keys ``json()`` can send: the engine's 16 in its declaration
+    /// order (the order a top-level array is read in), then `tsffi`.
+    public enum Key: String, CodingKey, CaseIterable, Sendable {
+        case maxContext
+        case expertCacheSlots
+        case powerProfile
+        case loadGuard
+        case minAutoContext
+        case maxTokensPerSec
+        case speculation
+        case speculativeDrafter
+        case steering
+        case steeringMode
+        case steeringScale
+        case steeringLayers
+        case steeringTarget
+        case steeringGate
+        case visionSidecar
+        case kvBits
+        case tsffi
+
+        /// The engine's own 16 keys (every key but `tsffi`).
+        public static let engineKeys: [Key] = allCases.filter { $0 != .tsffi }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encodeIfPresent(maxContext, forKey: .maxContext)
+        try container.encodeIfPresent(expertCacheSlots, forKey: .expertCacheSlots)
+        try container.encodeIfPresent(powerProfile, forKey: .powerProfile)
+        try container.encodeIfPresent(loadGuard, forKey: .loadGuard)
+        try container.encodeIfPresent(minAutoContext, forKey: .minAutoContext)
+        try container.encodeIfPresent(maxTokensPerSec, forKey: .maxTokensPerSec)
+        try container.encode(speculation, forKey: .speculation)
+        try container.encode(drafter, forKey: .speculativeDrafter)
+        try container.encodeIfPresent(steering, forKey: .steering)
+        try container.encodeIfPresent(steeringMode, forKey: .steeringMode)
+        try container.encodeIfPresent(steeringScale, forKey: .steeringScale)
+        try container.encodeIfPresent(steeringLayers.map { "\($0.lowerBound):\($0.upperBound)" },
+                                      forKey: .steeringLayers)
+        try container.encodeIfPresent(steeringTarget, forKey: .steeringTarget)
+        try container.encodeIfPresent(steeringGate, forKey: .steeringGate)
+        try container.encodeIfPresent(visionSidecar, forKey: .visionSidecar)
+        try container.encodeIfPresent(kvBits, forKey: .kvBits)
+        if !preview.isEmpty {
+            try container.encode(preview, forKey: .tsffi)
+        }
+    }
 
     /// The options as one JSON object string (keys sorted), e.g.
-    /// `{"speculation":2,"speculativeDrafter":"dflash","temperature":0}`.
+    /// `{"speculation":2,"speculativeDrafter":"dflash","tsffi":{"temperature":0}}`.
     public func json() throws(TsffiError) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -212,5 +365,130 @@ public struct Options: Sendable, Hashable, Encodable {
                                   message: "SpeculationPreview could not encode the options as JSON: \(error)",
                                   function: "Options.json")
         }
+    }
+}
+
+// The value types of the engine's keys, nested as the engine's own
+// `OpenOptions` nests its enums: an app imports both packages and uses
+// their top-level names unqualified, so these add none.
+extension Options {
+    /// `maxContext`: the longest context the open plans for.
+    ///
+    /// `.auto` is sent as `"auto"`; `.tokens(n)` as the JSON integer `n`. The
+    /// engine accepts an integer in 0...4294967295 (a `u32`); any other `Int` is
+    /// sent as it is and refused with the engine's message
+    /// (`maxContext must be a non-negative integer, got -1`).
+    public enum ContextLimit: Sendable, Hashable, Encodable, CustomStringConvertible {
+        case auto
+        case tokens(Int)
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .auto: try container.encode("auto")
+            case .tokens(let n): try container.encode(n)
+            }
+        }
+
+        /// `"auto"` or the number of tokens in decimal.
+        public var description: String {
+            switch self {
+            case .auto: "auto"
+            case .tokens(let n): String(n)
+            }
+        }
+    }
+
+    /// `expertCacheSlots`: how many routed experts per layer the open keeps
+    /// resident.
+    ///
+    /// `.auto` is sent as `"auto"`; `.slots(n)` as the JSON integer `n`, which
+    /// the engine accepts only from ``allowed``; any other `Int` is sent as it is
+    /// and refused with the engine's message
+    /// (`expertCacheSlots must be "auto" or one of [8, 16, 24, 32, 48, 64, 96, 128], got 12`).
+    public enum ExpertCacheSlots: Sendable, Hashable, Encodable, CustomStringConvertible {
+        case auto
+        case slots(Int)
+
+        /// The slot counts the engine's open accepts, in its order.
+        public static let allowed: [Int] = [8, 16, 24, 32, 48, 64, 96, 128]
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .auto: try container.encode("auto")
+            case .slots(let n): try container.encode(n)
+            }
+        }
+
+        /// `"auto"` or the slot count in decimal.
+        public var description: String {
+            switch self {
+            case .auto: "auto"
+            case .slots(let n): String(n)
+            }
+        }
+    }
+
+    /// `loadGuard`: how the open guards memory while it loads.
+    ///
+    /// A tier is sent as its name (`"off"`, `"relaxed"`, `"balanced"`,
+    /// `"strict"`); `.byteCeiling(n)` as the JSON integer `n`, which the engine
+    /// accepts when it is > 0 (else `loadGuard as a byte ceiling must be
+    /// positive, got 0`).
+    public enum LoadGuard: Sendable, Hashable, Encodable, CustomStringConvertible {
+        case off
+        case relaxed
+        case balanced
+        case strict
+        case byteCeiling(Int)
+
+        /// The four tiers, in the engine's order.
+        public static let tiers: [LoadGuard] = [.off, .relaxed, .balanced, .strict]
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .byteCeiling(let n): try container.encode(n)
+            default: try container.encode(description)
+            }
+        }
+
+        /// The tier's name, or the byte ceiling in decimal.
+        public var description: String {
+            switch self {
+            case .off: "off"
+            case .relaxed: "relaxed"
+            case .balanced: "balanced"
+            case .strict: "strict"
+            case .byteCeiling(let n): String(n)
+            }
+        }
+    }
+
+    /// `powerProfile`, sent as its raw value (exact spelling, as the engine reads it).
+    public enum PowerProfile: String, Sendable, Hashable, Encodable, CaseIterable {
+        case performance
+        case balanced
+        case efficiency
+    }
+
+    /// `steeringMode`, sent as its raw value.
+    public enum SteeringMode: String, Sendable, Hashable, Encodable, CaseIterable {
+        case ablate
+        case add
+        case clamp
+        case renorm
+    }
+
+    /// `kvBits`: the KV cache's quantization, sent as the engine's string
+    /// (`"off"`, `"2"`, `"3"`, `"3.5"`, `"4"`: strings, not numbers, since the
+    /// engine's field is a string and `3.5` as a JSON number is refused).
+    public enum KVBits: String, Sendable, Hashable, Encodable, CaseIterable {
+        case off
+        case two = "2"
+        case three = "3"
+        case threeAndAHalf = "3.5"
+        case four = "4"
     }
 }

@@ -130,21 +130,66 @@ public struct PlanResult: Codable, Sendable, Hashable {
     public var draftPolicies: DraftPolicies
     /// Whether speculation will run, and if not, why.
     public var speculation: SpeculationPlan
-    /// Option keys the library does not use, in the order given (a host
-    /// passes its whole open-options object).
+    /// Top-level option keys the engine's open does not read, so ignores, in
+    /// the order given (a host passes its whole open-options object; `tsffi`
+    /// is never listed).
     public var ignoredKeys: [String]
+    /// Hints about the options that change nothing: a key that resembles one
+    /// of the engine's keys (`"Speculation"`), a key that moved into the
+    /// `tsffi` object (`temperature`, `engineBlocker`). The open ignores such
+    /// keys; show these beside the plan, verbatim.
+    public var warnings: [String]
     /// The directory that was read, as an absolute path: the model name
     /// resolved as the engine's open resolves it (a directory, or an alias
     /// recorded in the store's installed.json, or its default install path).
     public var modelDir: String?
 
     public init(drafter: DrafterChoice, draftPolicies: DraftPolicies, speculation: SpeculationPlan,
-                ignoredKeys: [String] = [], modelDir: String? = nil) {
+                ignoredKeys: [String] = [], warnings: [String] = [], modelDir: String? = nil) {
         self.drafter = drafter
         self.draftPolicies = draftPolicies
         self.speculation = speculation
         self.ignoredKeys = ignoredKeys
+        self.warnings = warnings
         self.modelDir = modelDir
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case drafter, draftPolicies, speculation, ignoredKeys, warnings, modelDir
+    }
+
+    /// Reads the plan call's object, and an item's plan in a
+    /// ``SpeculationChoices`` table, which leaves out `ignoredKeys`,
+    /// `warnings` and `modelDir` (the table's own; the table puts them back).
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        drafter = try container.decode(DrafterChoice.self, forKey: .drafter)
+        draftPolicies = try container.decode(DraftPolicies.self, forKey: .draftPolicies)
+        speculation = try container.decode(SpeculationPlan.self, forKey: .speculation)
+        ignoredKeys = try container.decodeIfPresent([String].self, forKey: .ignoredKeys) ?? []
+        warnings = try container.decodeIfPresent([String].self, forKey: .warnings) ?? []
+        modelDir = try container.decodeIfPresent(String.self, forKey: .modelDir)
+    }
+
+    /// The plan call's shape, every key present.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try encodeDecision(to: &container)
+        try container.encode(ignoredKeys, forKey: .ignoredKeys)
+        try container.encode(warnings, forKey: .warnings)
+        try container.encode(modelDir, forKey: .modelDir)
+    }
+
+    /// A table item's shape: the decision only.
+    func encodeAsItem(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try encodeDecision(to: &container)
+    }
+
+    private func encodeDecision(to container: inout KeyedEncodingContainer<CodingKeys>) throws {
+        try container.encode(drafter, forKey: .drafter)
+        try container.encode(draftPolicies, forKey: .draftPolicies)
+        try container.encode(speculation, forKey: .speculation)
     }
 }
 
@@ -293,15 +338,55 @@ public struct SpeculationChoices: Codable, Sendable, Hashable {
     public var install: Install
     /// The 51 items, in the library's order.
     public var choices: [SpeculationChoice]
-    /// Option keys the library does not use, as in ``PlanResult/ignoredKeys``.
+    /// Option keys the open ignores, as in ``PlanResult/ignoredKeys``: said
+    /// once for the table (every item has the same options but two keys).
     public var ignoredKeys: [String]
+    /// Hints about the options, as in ``PlanResult/warnings``, once for the table.
+    public var warnings: [String]
 
     public init(modelDir: String, install: Install, choices: [SpeculationChoice],
-                ignoredKeys: [String] = []) {
+                ignoredKeys: [String] = [], warnings: [String] = []) {
         self.modelDir = modelDir
         self.install = install
         self.choices = choices
         self.ignoredKeys = ignoredKeys
+        self.warnings = warnings
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case modelDir, install, choices, ignoredKeys, warnings
+    }
+
+    /// Reads the table. The wire says `modelDir`, `ignoredKeys` and
+    /// `warnings` once, at the top; each item's ``SpeculationChoice/plan``
+    /// is given them back here, so an item's plan equals what
+    /// ``Tsffi/speculationPlan(modelDir:options:)`` returns for it.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        modelDir = try container.decode(String.self, forKey: .modelDir)
+        install = try container.decode(Install.self, forKey: .install)
+        let ignoredKeys = try container.decode([String].self, forKey: .ignoredKeys)
+        let warnings = try container.decodeIfPresent([String].self, forKey: .warnings) ?? []
+        let modelDir = self.modelDir
+        self.ignoredKeys = ignoredKeys
+        self.warnings = warnings
+        choices = try container.decode([SpeculationChoice].self, forKey: .choices).map { item in
+            var item = item
+            item.plan?.ignoredKeys = ignoredKeys
+            item.plan?.warnings = warnings
+            item.plan?.modelDir = modelDir
+            return item
+        }
+    }
+
+    /// The wire's shape again (items' plans without the table's keys).
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(modelDir, forKey: .modelDir)
+        try container.encode(install, forKey: .install)
+        try container.encode(choices, forKey: .choices)
+        try container.encode(ignoredKeys, forKey: .ignoredKeys)
+        try container.encode(warnings, forKey: .warnings)
     }
 
     /// The item for one speculation value and drafter, if the table has it
@@ -323,7 +408,8 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
     /// What the plan call returns for it: ``TsffiStatus/ok`` or
     /// ``TsffiStatus/refused``.
     public var status: TsffiStatus
-    /// The plan, exactly as the plan call returns it; nil when refused.
+    /// The plan, exactly as the plan call returns it (the table's
+    /// `ignoredKeys`, `warnings` and `modelDir` included); nil when refused.
     public var plan: PlanResult?
     /// The plan call's last error when refused: the message to show (a
     /// tooltip on a greyed-out item), verbatim; nil otherwise.
@@ -362,7 +448,11 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
         try container.encode(speculation, forKey: .speculation)
         try container.encode(speculativeDrafter, forKey: .speculativeDrafter)
         try container.encode(status, forKey: .status)
-        try container.encode(plan, forKey: .plan)
+        if let plan {
+            try plan.encodeAsItem(to: container.superEncoder(forKey: .plan))
+        } else {
+            try container.encodeNil(forKey: .plan)
+        }
         try container.encode(error, forKey: .error)
         try container.encode(selected, forKey: .selected)
     }

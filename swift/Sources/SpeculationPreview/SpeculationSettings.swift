@@ -13,9 +13,9 @@ import Observation
 ///   what it gives the engine's open) -- or `update(modelDir:optionsJSON:)`
 ///   with the JSON text or bytes, or `update(modelDir:optionsObject:)` with a
 ///   JSON object. One call is one computation. Keys
-///   the library does not use are ignored (``PlanResult/ignoredKeys`` lists
-///   them) and values it refuses come back as ``error`` with the library's own
-///   message.
+///   the engine's open does not read are ignored (``PlanResult/ignoredKeys``
+///   lists them, ``PlanResult/warnings`` hints at likely typos) and values it
+///   refuses come back as ``error`` with the open's status and message.
 /// - **Bound by a pane**: set ``modelDir`` and ``options`` (typed); each set
 ///   is one computation.
 ///

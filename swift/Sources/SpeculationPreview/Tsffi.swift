@@ -15,8 +15,9 @@ import Foundation
 ///
 /// The typed functions take ``Options`` and decode the result; the `...JSON`
 /// functions take and return the JSON text as it crosses the C boundary, for
-/// a host that already holds its open-options object (unused keys are
-/// ignored and listed back in ``PlanResult/ignoredKeys``).
+/// a host that already holds its open-options object (keys the engine's open
+/// does not read are ignored and listed back in ``PlanResult/ignoredKeys``,
+/// with hints in ``PlanResult/warnings``).
 public enum Tsffi {
     /// `TSFFI_ABI_VERSION` of the header this package was compiled against.
     public static let headerABIVersion: UInt32 = TSFFI_ABI_VERSION
@@ -25,6 +26,27 @@ public enum Tsffi {
     /// with ``headerABIVersion``. Never starts the embedded runtime.
     public static var abiVersion: UInt32 { tsffi_abi_version() }
 
+    /// The loaded library's ABI against the header's, checked once: the
+    /// statuses and option rules this package reads are its header's (ABI 3
+    /// moved a block outside 1...15 from status 1 to 2, the preview's inputs
+    /// into the `tsffi` object), so a library of another ABI would answer in
+    /// terms this package misreads. Every call throws this instead.
+    private static let loadedABIMismatch = abiMismatch(loaded: tsffi_abi_version(),
+                                                       header: TSFFI_ABI_VERSION)
+
+    /// The error for a library of ABI `loaded` under a header of ABI
+    /// `header`, nil when they agree.
+    static func abiMismatch(loaded: UInt32, header: UInt32) -> TsffiError? {
+        guard loaded != header else {
+            return nil
+        }
+        return TsffiError(status: .internal,
+                          message: "the loaded libtsffi has ABI \(loaded), but SpeculationPreview was "
+                              + "built against tsffi.h ABI \(header): its statuses and option rules "
+                              + "differ (docs/CHANGELOG.md); load the library this package was built with",
+                          function: "tsffi_abi_version")
+    }
+
     // MARK: typed
 
     /// The whole decision for the install in `modelDir` (`tsffi_speculation_plan`):
@@ -32,8 +54,10 @@ public enum Tsffi {
     /// `modelDir` is a directory or an installed alias, resolved as the
     /// engine's open resolves it (``PlanResult/modelDir`` says which directory
     /// was read).
-    /// Throws ``TsffiError`` with status ``TsffiStatus/refused`` for a
-    /// named block that cannot be served; its message is the one to show.
+    /// Throws ``TsffiError`` with the engine's open's status and message for
+    /// options it refuses (``TsffiStatus/json``, ``TsffiStatus/refused``),
+    /// and ``TsffiStatus/refused`` for a named block that cannot be served;
+    /// its message is the one to show.
     public static func speculationPlan(modelDir: String, options: Options = .default)
         throws(TsffiError) -> PlanResult
     {
@@ -55,8 +79,8 @@ public enum Tsffi {
     /// the plan ``speculationPlan(modelDir:options:)`` returns for `options`
     /// with that item's speculation and drafter, or its refusal. The item
     /// matching `options` is ``SpeculationChoice/selected``. A refused item
-    /// is not an error; options the plan call would refuse as invalid (and a
-    /// block outside 1...15) throw.
+    /// is not an error; options the plan call would refuse (a block outside
+    /// 1...15 among them) throw what it throws.
     public static func speculationChoices(modelDir: String, options: Options = .default)
         throws(TsffiError) -> SpeculationChoices
     {
@@ -99,8 +123,9 @@ public enum Tsffi {
 
     /// Whether speculation will run, without an install (`tsffi_resolve_speculation`).
     /// `options.drafter` is the RESOLVED drafter (`.auto` takes the MTP arms);
-    /// `options.engineBlocker` the engine's reason. Throws status
-    /// ``TsffiStatus/refused`` for a named block that cannot be served.
+    /// `options.engineBlocker` (sent as `tsffi.engineBlocker`) the engine's
+    /// reason. Throws status ``TsffiStatus/refused`` for what the engine's
+    /// open refuses and for a named block that cannot be served.
     public static func resolveSpeculation(options: Options = .default)
         throws(TsffiError) -> SpeculationPlan
     {
@@ -209,6 +234,9 @@ public enum Tsffi {
         _ arguments: (text: String?, name: String)...,
         body: ([UnsafePointer<CChar>?], Out) -> Int32
     ) throws(TsffiError) -> String {
+        if let mismatch = loadedABIMismatch {
+            throw mismatch
+        }
         for argument in arguments {
             try checkNoNUL(argument.text, argument.name, function)
         }

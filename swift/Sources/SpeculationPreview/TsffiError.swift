@@ -34,15 +34,20 @@ public struct TsffiStatus: RawRepresentable, Hashable, Sendable, Codable, Custom
 
     /// `TSFFI_OK`: success.
     public static let ok = TsffiStatus(rawValue: TSFFI_OK)
-    /// `TSFFI_ERR_INVALID_ARGUMENT`: a NULL pointer, text that is not UTF-8,
-    /// an option value outside its set (a block outside 1...15 included), a
-    /// near-miss option key.
+    /// `TSFFI_ERR_INVALID_ARGUMENT`: an argument the engine's open would
+    /// never see: a NULL pointer, text that is not UTF-8, an empty model
+    /// name, a bad `tsffi` object (its message names the key, e.g.
+    /// `tsffi.temperature`, what it got and what it accepts).
     public static let invalidArgument = TsffiStatus(rawValue: TSFFI_ERR_INVALID_ARGUMENT)
-    /// `TSFFI_ERR_REFUSED`: a named speculation block that cannot be served
-    /// (the engine's open returns 2 for this same refusal). The message is
-    /// the one to show.
+    /// `TSFFI_ERR_REFUSED`: what the engine's open refuses with its status 2:
+    /// an option value its mapping refuses (the engine's bare message, e.g.
+    /// `speculation block must be in 1..=15, got 0`), and a named block that
+    /// cannot be served. The message is the one to show.
     public static let refused = TsffiStatus(rawValue: TSFFI_ERR_REFUSED)
-    /// `TSFFI_ERR_JSON`: a JSON argument that does not parse or is not an object.
+    /// `TSFFI_ERR_JSON`: options the engine's decoder refuses (its status 4):
+    /// text that is not JSON, a known key of the wrong JSON type or given
+    /// twice; the message is `options: ` and serde_json's own text, with
+    /// its ` at line L column C`.
     public static let json = TsffiStatus(rawValue: TSFFI_ERR_JSON)
     /// `TSFFI_ERR_INTERNAL`: anything unexpected, caught at the boundary (also
     /// what this package throws when it cannot decode an answer).
@@ -122,7 +127,9 @@ public struct TsffiError: Error, Sendable, Hashable, CustomStringConvertible {
     /// ``TsffiStatus/runtime``.
     public static let runtime = TsffiStatus.runtime
 
-    /// True for the refusal of a named block (``TsffiStatus/refused``).
+    /// True for what the engine's open refuses with its status 2
+    /// (``TsffiStatus/refused``): an option value, or a named block that
+    /// cannot be served.
     public var isRefused: Bool { status == .refused }
 
     /// The header's name of ``status`` (its ``TsffiStatus/description``).

@@ -49,18 +49,61 @@ import SpeculationPreview
         #expect(try Options.default.json() == Options().json())
         #expect(try Options(drafter: .dflash, speculation: .block(2)).json()
                 == #"{"speculation":2,"speculativeDrafter":"dflash"}"#)
+        // The preview's inputs go into the tsffi object, never beside the engine's keys.
         #expect(try Options(drafter: .mtp, speculation: .off, temperature: 0.7).json()
-                == #"{"speculation":"off","speculativeDrafter":"mtp","temperature":0.7}"#)
+                == #"{"speculation":"off","speculativeDrafter":"mtp","tsffi":{"temperature":0.7}}"#)
         #expect(try Options(temperature: 0).json()
-                == #"{"speculation":"auto","speculativeDrafter":"auto","temperature":0}"#)
-        // engineBlocker: absent (no key), none (null), a reason (verbatim).
-        #expect(try Options(engineBlocker: .absent).json().contains("engineBlocker") == false)
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"temperature":0}}"#)
+        // engineBlocker: absent (no key, and no tsffi object), none (null), a reason (verbatim).
+        #expect(try Options(engineBlocker: .absent).json() == Options().json())
         #expect(try Options(engineBlocker: .none).json()
-                == #"{"engineBlocker":null,"speculation":"auto","speculativeDrafter":"auto"}"#)
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"engineBlocker":null}}"#)
         #expect(try Options(engineBlocker: .reason(#"says "no" / ok"#)).json()
-                == #"{"engineBlocker":"says \"no\" / ok","speculation":"auto","speculativeDrafter":"auto"}"#)
-        #expect(Options.Key.allCases.map(\.rawValue)
-                == ["speculation", "speculativeDrafter", "temperature", "engineBlocker"])
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"engineBlocker":"says \"no\" / ok"}}"#)
+        #expect(try Options(temperature: 1.5, engineBlocker: .reason("r")).json()
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"engineBlocker":"r","temperature":1.5}}"#)
+        // The two ways to set the preview's inputs are one value.
+        #expect(Options(temperature: 0.7) == Options(preview: PreviewOptions(temperature: 0.7)))
+        #expect(Options.Key.engineKeys.map(\.rawValue)
+                == ["maxContext", "expertCacheSlots", "powerProfile", "loadGuard", "minAutoContext",
+                    "maxTokensPerSec", "speculation", "speculativeDrafter", "steering", "steeringMode",
+                    "steeringScale", "steeringLayers", "steeringTarget", "steeringGate", "visionSidecar",
+                    "kvBits"])
+        #expect(Options.Key.allCases.map(\.rawValue) == Options.Key.engineKeys.map(\.rawValue) + ["tsffi"])
+        #expect(PreviewOptions.Key.allCases.map(\.rawValue) == ["engineBlocker", "temperature"])
+    }
+
+    /// Every typed field, written out: the JSON each value sends is the JSON
+    /// the engine's open reads for it.
+    @Test func everyEngineKeyEncodesAsTheEngineReadsIt() throws {
+        let base = #""speculation":"auto","speculativeDrafter":"auto""#
+        let cases: [(Options, String)] = [
+            (Options(maxContext: .auto), #"{"maxContext":"auto",\#(base)}"#),
+            (Options(maxContext: .tokens(32768)), #"{"maxContext":32768,\#(base)}"#),
+            (Options(expertCacheSlots: .auto), #"{"expertCacheSlots":"auto",\#(base)}"#),
+            (Options(expertCacheSlots: .slots(48)), #"{"expertCacheSlots":48,\#(base)}"#),
+            (Options(powerProfile: .efficiency), #"{"powerProfile":"efficiency",\#(base)}"#),
+            (Options(loadGuard: .strict), #"{"loadGuard":"strict",\#(base)}"#),
+            (Options(loadGuard: .off), #"{"loadGuard":"off",\#(base)}"#),
+            (Options(loadGuard: .byteCeiling(17_179_869_184)), #"{"loadGuard":17179869184,\#(base)}"#),
+            (Options(minAutoContext: 4096), #"{"minAutoContext":4096,\#(base)}"#),
+            (Options(maxTokensPerSec: 12.5), #"{"maxTokensPerSec":12.5,\#(base)}"#),
+            (Options(steering: "/v/honest.safetensors", steeringMode: .add, steeringScale: -0.5,
+                     steeringLayers: 10...20, steeringTarget: 2, steeringGate: 0.25),
+             #"{\#(base),"steering":"/v/honest.safetensors","steeringGate":0.25,"steeringLayers":"10:20","#
+                + #""steeringMode":"add","steeringScale":-0.5,"steeringTarget":2}"#),
+            (Options(visionSidecar: "/m/vision"), #"{\#(base),"visionSidecar":"/m/vision"}"#),
+            (Options(kvBits: .threeAndAHalf), #"{"kvBits":"3.5",\#(base)}"#),
+            (Options(kvBits: .off), #"{"kvBits":"off",\#(base)}"#),
+        ]
+        for (options, expected) in cases {
+            #expect(try options.json() == expected)
+        }
+        #expect(Options.KVBits.allCases.map(\.rawValue) == ["off", "2", "3", "3.5", "4"])
+        #expect(Options.PowerProfile.allCases.map(\.rawValue) == ["performance", "balanced", "efficiency"])
+        #expect(Options.SteeringMode.allCases.map(\.rawValue) == ["ablate", "add", "clamp", "renorm"])
+        #expect(Options.ExpertCacheSlots.allowed == [8, 16, 24, 32, 48, 64, 96, 128])
+        #expect(Options.LoadGuard.tiers.map(\.description) == ["off", "relaxed", "balanced", "strict"])
     }
 
     @Test func speculationDecodesTheEnginesSpellings() throws {
@@ -115,40 +158,46 @@ import SpeculationPreview
             if case .failed(let error) = Outcome(body) { return error }
             return nil
         }
+        // The tsffi object is the library's own: status 1, naming the key.
+        let temperatureAccepts = "accepts a finite number >= 0, or null (deterministic decoding)"
         let negative = failure { try Tsffi.resolveSpeculation(options: Options(temperature: -1)) }
-        #expect(negative?.status == TsffiStatus.invalidArgument)
-        #expect(negative?.message.hasPrefix("temperature: got -1") == true)
+        #expect(negative == TsffiError(status: .invalidArgument,
+                                       message: "tsffi.temperature: got -1; \(temperatureAccepts)",
+                                       function: "tsffi_resolve_speculation"))
 
         let nan = failure { try Tsffi.resolveSpeculation(options: Options(temperature: .nan)) }
         #expect(nan?.status == TsffiStatus.invalidArgument)
-        #expect(nan?.message.hasPrefix(#"temperature: got "nan""#) == true)
+        #expect(nan?.message == #"tsffi.temperature: got "nan"; "# + temperatureAccepts)
 
+        // Outside 1...15: the engine's open refuses it in its mapping (status 2).
         let zero = failure { try Tsffi.resolveSpeculation(options: Options(speculation: .block(0))) }
-        // Outside 1...15 is an invalid option, as the engine's parser says.
-        #expect(zero?.status == TsffiStatus.invalidArgument)
-        #expect(zero?.message == "speculation: got 0, a block outside the allowed range 1..=15 "
-                + "(0 proposes nothing); accepts \"auto\", \"off\" (any case), null, or a block "
-                + "in 1..=15 as a JSON integer or a string of ASCII digits")
+        #expect(zero?.status == TsffiStatus.refused)
+        #expect(zero?.message == "speculation block must be in 1..=15, got 0")
 
         let huge = failure { try Tsffi.resolveSpeculation(options: Options(speculation: .block(Int.max))) }
-        #expect(huge?.status == TsffiStatus.invalidArgument)
-        #expect(huge?.message.contains("1..=15") == true)
+        #expect(huge?.status == TsffiStatus.refused)
+        #expect(huge?.message == "speculation block must be in 1..=15, got 9223372036854775807")
 
         let emptyBlocker = failure {
             try Tsffi.resolveSpeculation(options: Options(engineBlocker: .reason("")))
         }
         #expect(emptyBlocker?.status == TsffiStatus.invalidArgument)
-        #expect(emptyBlocker?.message.hasPrefix("engineBlocker: got") == true)
+        #expect(emptyBlocker?.message == #"tsffi.engineBlocker: got ""; accepts a non-empty string "#
+                + "without NUL characters or lone surrogates (the engine's reason), or null (the "
+                + "engine reported none)")
 
+        // What the engine's decoder refuses: status 4, serde's text with its position.
         let json = failure { try Tsffi.speculationPlan(modelDir: "/nonexistent", optionsJSON: "{nope").speculation }
         #expect(json?.status == TsffiStatus.json)
-        #expect(json?.message.isEmpty == false)
+        #expect(json?.message == "options: key must be a string at line 1 column 2")
 
-        let nearMiss = failure {
-            try Tsffi.speculationPlan(modelDir: "/nonexistent", optionsJSON: #"{"speculativDrafter": "dflash"}"#).speculation
-        }
-        #expect(nearMiss?.status == TsffiStatus.invalidArgument)
-        #expect(nearMiss?.message.contains(#""speculativeDrafter""#) == true)
+        // A near-miss key is ignored, as the open ignores it, with a warning.
+        let nearMiss = try Tsffi.speculationPlan(modelDir: "/nonexistent",
+                                                 optionsJSON: #"{"speculativDrafter": "dflash"}"#)
+        #expect(nearMiss.ignoredKeys == ["speculativDrafter"])
+        #expect(nearMiss.warnings == [#""speculativDrafter" is not a key the engine's open reads, so it "#
+                                      + #"ignores it (and so does this preview); did you mean "speculativeDrafter"?"#])
+        #expect(nearMiss.drafter.drafter == .mtp)  // auto: the key changed nothing
 
         let empty = failure { try Tsffi.speculationPlan(modelDir: "").speculation }
         #expect(empty?.status == TsffiStatus.invalidArgument)

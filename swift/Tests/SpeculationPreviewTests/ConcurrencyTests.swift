@@ -84,7 +84,8 @@ import SpeculationPreview
                         }
                         guard case .failed(let error) = outcome,
                               error.status == TsffiStatus.invalidArgument,
-                              error.message.hasPrefix("temperature: got \(Int(value))")
+                              error.message == "tsffi.temperature: got \(Int(value)); accepts a finite number "
+                                  + ">= 0, or null (deterministic decoding)"
                         else {
                             bad.append("task \(task) call \(call): \(outcome)")
                             continue

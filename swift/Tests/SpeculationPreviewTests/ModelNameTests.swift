@@ -68,7 +68,7 @@ import SpeculationPreview
         }
     }
 
-    @Test func aBlockOutsideTheRangeIsAnInvalidOptionWhateverTheInstall() throws {
+    @Test func aBlockOutsideTheRangeIsTheOpensRefusalWhateverTheInstall() throws {
         try Fixtures.withInstalls(["moe": "mtp=True, experts=8", "dflash": "dflash=True"]) { dirs in
             for dir in [dirs["moe"]!, dirs["dflash"]!, dirs["moe"]! + "/missing"] {
                 for (options, shown) in [(Options(speculation: .block(16)), "16"),
@@ -77,22 +77,23 @@ import SpeculationPreview
                     let error = thrownError { () throws(TsffiError) in
                         try Tsffi.speculationPlan(modelDir: dir, options: options)
                     }
-                    #expect(error?.status == TsffiStatus.invalidArgument)
-                    #expect(error?.isRefused == false)
-                    #expect(error?.message.hasPrefix(
-                        "speculation: got \(shown), a block outside the allowed range 1..=15") == true)
+                    // The engine's open refuses it in its mapping, before any install is read.
+                    #expect(error == TsffiError(status: .refused,
+                                                message: "speculation block must be in 1..=15, got \(shown)",
+                                                function: "tsffi_speculation_plan"))
                 }
                 let fromString = thrownError { () throws(TsffiError) in
-                    try Tsffi.speculationPlan(modelDir: dir, optionsJSON: #"{"speculation": "16"}"#)
+                    try Tsffi.speculationPlan(modelDir: dir, optionsJSON: #"{"speculation": "+16"}"#)
                 }
-                #expect(fromString?.status.rawValue == TSFFI_ERR_INVALID_ARGUMENT)
-                #expect(fromString?.message.contains("1..=15") == true)
+                #expect(fromString?.status.rawValue == TSFFI_ERR_REFUSED)
+                #expect(fromString?.message == "speculation block must be in 1..=15, got 16")
             }
             let step = thrownError { () throws(TsffiError) in
                 try Tsffi.resolveSpeculation(options: Options(
                     speculation: .block(16), engineBlocker: .reason("a vision tower is active")))
             }
-            #expect(step?.status == TsffiStatus.invalidArgument)
+            #expect(step?.status == TsffiStatus.refused)
+            #expect(step?.message == "speculation block must be in 1..=15, got 16")
         }
     }
 }

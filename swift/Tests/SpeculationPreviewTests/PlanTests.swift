@@ -175,7 +175,13 @@ import SpeculationPreview
                 (Options(drafter: .dflash, speculation: .block(3)),
                  #"{"speculativeDrafter": "dflash", "speculation": 3}"#),
                 (Options(drafter: .mtp, engineBlocker: .reason("the engine says no")),
-                 #"{"speculativeDrafter": "mtp", "engineBlocker": "the engine says no"}"#),
+                 #"{"speculativeDrafter": "mtp", "tsffi": {"engineBlocker": "the engine says no"}}"#),
+                (Options(speculation: .block(2), temperature: 0.7),
+                 #"{"speculation": 2, "tsffi": {"temperature": 0.7}}"#),
+                (Options(maxContext: .tokens(8192), loadGuard: .strict, kvBits: .four),
+                 #"{"maxContext": 8192, "loadGuard": "STRICT", "kvBits": "4"}"#),
+                (Options(expertCacheSlots: .slots(12)), #"{"expertCacheSlots": 12}"#),
+                (Options(steeringMode: .add), #"{"steeringMode": "add"}"#),
             ]
             for dir in [dirs["dflash"]!, dirs["mtp"]!] {
                 for (options, raw) in pairs {
@@ -193,9 +199,22 @@ import SpeculationPreview
         try Fixtures.withInstalls(["mtp": "mtp=True"]) { dirs in
             let plan = try Tsffi.speculationPlan(
                 modelDir: dirs["mtp"]!,
-                optionsJSON: #"{"contextLength": 8192, "speculation": "auto", "powerProfile": "quiet"}"#)
-            #expect(plan.ignoredKeys == ["contextLength", "powerProfile"])
+                optionsJSON: #"{"contextLength": 8192, "speculation": "auto", "temperature": 0.7, "#
+                    + #""windowWidth": 1200, "tsffi": {}}"#)
+            // The open ignores them, and so does the plan: a top-level
+            // temperature changes nothing (the block stays on), with a hint.
+            #expect(plan.ignoredKeys == ["contextLength", "temperature", "windowWidth"])
+            #expect(plan.warnings == [#""temperature" at the top level is ignored, as the engine's open "#
+                                      + #"ignores it; since ABI 3 this library reads it inside the "tsffi" "#
+                                      + #"object: {"tsffi": {"temperature": ...}}"#])
             #expect(plan.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
+            // powerProfile is one of the engine's keys: checked as the open checks it.
+            let refused = thrownError { () throws(TsffiError) in
+                try Tsffi.speculationPlan(modelDir: dirs["mtp"]!, optionsJSON: #"{"powerProfile": "quiet"}"#)
+            }
+            #expect(refused == TsffiError(status: .refused,
+                                          message: #"powerProfile must be performance, balanced or efficiency, got "quiet""#,
+                                          function: "tsffi_speculation_plan"))
         }
     }
 

@@ -18,7 +18,10 @@ import SpeculationPreview
         ("1", .block(1)), ("2", .block(2)), ("4", .block(4)), ("8", .block(8)), ("15", .block(15)),
         ("02", .block(2)), ("0015", .block(15)), ("000000000000000000000007", .block(7)),
         ("0", nil), ("00", nil), ("16", nil), ("99", nil), ("4294967295", nil), ("99999999999999999999", nil),
-        ("-1", nil), ("+2", nil), (" 2", nil), ("2 ", nil), ("2.0", nil), ("1e1", nil), ("0x2", nil),
+        // Rust's u64 parse, as the open reads a string: one leading "+" is part of it.
+        ("+2", .block(2)), ("+02", .block(2)), ("+15", .block(15)), ("+", nil), ("++2", nil), ("+-2", nil),
+        ("+0", nil), ("+16", nil),
+        ("-1", nil), (" 2", nil), ("2 ", nil), ("2.0", nil), ("1e1", nil), ("0x2", nil),
         ("", nil), ("null", nil), ("none", nil), ("on", nil), ("block(2)", nil), ("auto ", nil),
         ("\u{0662}", nil),            // ARABIC-INDIC DIGIT TWO
         ("\u{FF12}", nil),            // FULLWIDTH DIGIT TWO
@@ -55,8 +58,11 @@ import SpeculationPreview
                     Issue.record("the library accepts \(spelling.debugDescription), Speculation(_:) does not")
                     continue
                 }
-                #expect(error.status == TsffiStatus.invalidArgument)
-                #expect(error.message.hasPrefix("speculation: got "), "\(error.message)")
+                // The open's mapping refuses it: status 2, one of its two messages.
+                #expect(error.status == TsffiStatus.refused)
+                #expect(error.message.hasPrefix("speculation block must be in 1..=15, got ")
+                        || error.message == #"speculation must be "off", "auto" or a block in 1..=15, got "#
+                            + "\(spelling.debugDescription)", "\(error.message)")
             } else {
                 #expect(sent == asked, "\(spelling.debugDescription)")
             }
@@ -84,8 +90,9 @@ import SpeculationPreview
                     Issue.record("the library accepts \(spelling.debugDescription), SpeculativeDrafter(_:) does not")
                     continue
                 }
-                #expect(error.status == TsffiStatus.invalidArgument)
-                #expect(error.message.hasPrefix("speculativeDrafter: got "), "\(error.message)")
+                #expect(error.status == TsffiStatus.refused)
+                #expect(error.message == "speculativeDrafter must be auto, mtp or dflash, got "
+                        + "\(spelling.debugDescription)", "\(error.message)")
             } else {
                 #expect(sent == Outcome {
                     try Tsffi.resolveDrafterJSON(modelDir: "/nonexistent-install",
@@ -192,18 +199,24 @@ import SpeculationPreview
                     modelDir: dir, optionsJSON: #"{"contextLength":8192,"speculation":"fast","speculativeDrafter":"mtp"}"#)
             }
             #expect(model.error == refusal && model.plan == nil && model.choices == nil)
-            #expect(model.error?.message.hasPrefix(#"speculation: got "fast"; accepts"#) == true)
+            #expect(model.error?.message == #"speculation must be "off", "auto" or a block in 1..=15, got "fast""#)
 
-            // JSON that is not an object, and a non-finite number.
-            model.update(modelDir: dir, optionsJSON: "[1]")
+            // JSON that is neither an object nor an array (the open reads an
+            // array positionally), and a non-finite number in the tsffi object.
+            model.update(modelDir: dir, optionsJSON: "1")
             await model.settled()
-            #expect(model.error?.status == TsffiStatus.json)
-            struct Hot: Encodable { var temperature = Double.nan }
+            #expect(model.error == TsffiError(status: .json,
+                                              message: "options: invalid type: integer `1`, expected struct "
+                                                  + "OpenOptions at line 1 column 1",
+                                              function: "tsffi_speculation_choices"))
+            struct Hot: Encodable { var tsffi = ["temperature": Double.nan] }
             model.update(modelDir: dir, options: Hot())
             await model.settled()
-            #expect(model.answered == SpeculationSettings.Request(modelDir: dir, optionsJSON: #"{"temperature":"nan"}"#))
+            #expect(model.answered == SpeculationSettings.Request(modelDir: dir,
+                                                                  optionsJSON: #"{"tsffi":{"temperature":"nan"}}"#))
             #expect(model.error?.status == TsffiStatus.invalidArgument)
-            #expect(model.error?.message.hasPrefix(#"temperature: got "nan""#) == true)
+            #expect(model.error?.message
+                    == #"tsffi.temperature: got "nan"; accepts a finite number >= 0, or null (deterministic decoding)"#)
         }
     }
 

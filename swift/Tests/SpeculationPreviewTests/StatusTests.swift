@@ -91,7 +91,7 @@ import SpeculationPreview
 
     @Test func anUntypedCatchMatchesToo() throws {
         func refusal() throws {
-            _ = try Tsffi.resolveSpeculationJSON(optionsJSON: #"{"speculation": 2, "engineBlocker": "busy"}"#)
+            _ = try Tsffi.resolveSpeculationJSON(optionsJSON: #"{"speculation": 2, "tsffi": {"engineBlocker": "busy"}}"#)
         }
         do {
             try refusal()

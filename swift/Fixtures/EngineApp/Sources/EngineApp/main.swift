@@ -140,6 +140,8 @@ let previewNames: [Any.Type] = [
     Speculation.self, SpeculativeDrafter.self, EngineBlocker.self, DrafterChoice.self, DraftMode.self,
     DraftPolicy.self, DraftPolicies.self, SpeculationPlan.self, PlanResult.self, InstallInfo.self,
     BuildInfo.self, SpeculationChoices.self, SpeculationChoice.self, SpeculationSettings.self,
+    PreviewOptions.self, Options.ContextLimit.self, Options.ExpertCacheSlots.self, Options.LoadGuard.self,
+    Options.PowerProfile.self, Options.SteeringMode.self, Options.KVBits.self,
 ]
 // No type is named after the module, so the module qualifies ours too.
 print("names: engine \(engineNames.count), preview \(previewNames.count), "
