@@ -1,6 +1,8 @@
-"""The engine's own answers: every line of ../shared/reference/engine_options_sample.jsonl
+"""The engine's own answers: every line of tests/data/engine_options_sample.jsonl
 (400 options texts, each measured by running the engine's option code: FACTS section 10) through
-the C ABI, in process, compared on status, message and meaning.
+the C ABI, in process, compared on status, message and meaning. The file is a verbatim copy of
+../shared/reference/engine_options_sample.jsonl (sha256 89bd7e74e3bbc508...), kept in the repository so
+that a fresh clone, which has no ../shared beside it, runs this test.
 
 Two calls per text. `tsffi_speculation_choices` on an MTP install gives the open's MEANING: its
 "selected" item is the (speculation, speculativeDrafter) pair the options asked for, whatever the
@@ -23,7 +25,7 @@ import pytest
 
 from conftest import ROOT
 
-SAMPLE = ROOT.parent / "shared" / "reference" / "engine_options_sample.jsonl"
+SAMPLE = ROOT / "tests" / "data" / "engine_options_sample.jsonl"
 
 
 def _lines() -> list[dict]:

@@ -5,7 +5,7 @@ Three tables hold it:
 - tests/data/typed_json_oracle.jsonl: 5,981 generated texts with the answers
   of a serde oracle (tests/oracle/: the engine's option struct under serde
   derive, built from Debian's serde sources patched to the engine's pins);
-- ../shared/reference/engine_options_sample.jsonl: the engine's own measured
+- tests/data/engine_options_sample.jsonl (a copy of ../shared/reference's): the engine's own measured
   answers; every status-4 line's message is "options: " + our text;
 - the written-out tables below, for the API's shapes and Rust's value texts.
 """
@@ -26,7 +26,7 @@ from turbospark_ffi.typed_json import (ANY, BOOL, F64, STRING, U32, U64, Enum, F
 
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_TABLE = ROOT / "tests" / "data" / "typed_json_oracle.jsonl"
-ENGINE_SAMPLE = ROOT.parent / "shared" / "reference" / "engine_options_sample.jsonl"
+ENGINE_SAMPLE = ROOT / "tests" / "data" / "engine_options_sample.jsonl"
 
 # TURBOSPARK_FACTS.md section 10, item 3: the open's 16 fields in declaration
 # (= positional) order; every one is optional (null = absent).
