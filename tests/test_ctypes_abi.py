@@ -169,8 +169,10 @@ def test_build_info_in_a_python_host(lib, loaded):
 
 
 def test_host_signal_handlers_unchanged_by_the_first_call(loaded):
+    # Before against after, never against Python's default: pytest started
+    # under nohup (SIGINT ignored) holds SIG_IGN there, and that is not ours.
     assert loaded.signals_after == loaded.signals_before
-    assert loaded.signals_after[signal.SIGINT] is signal.default_int_handler
+    assert signal.SIGINT in loaded.signals_before
 
 
 # ---------------------------------------------------------------------------
