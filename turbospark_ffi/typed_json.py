@@ -135,36 +135,33 @@ U64 = _Scalar("U64", "u64")
 F64 = _Scalar("F64", "f64")
 
 
-class Option(_Type):
+class _Wrapper(_Type):
+    """A type around one inner type (Option, Seq)."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: _Type) -> None:
+        object.__setattr__(self, "inner", inner)
+
+    def _key(self) -> tuple:
+        return (self.kind, self.inner)
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({self.inner!r})"
+
+
+class Option(_Wrapper):
     """Rust's Option<T>: `null` is None, anything else a T."""
 
-    __slots__ = ("inner",)
+    __slots__ = ()
     kind = "Option"
 
-    def __init__(self, inner: _Type) -> None:
-        object.__setattr__(self, "inner", inner)
 
-    def _key(self) -> tuple:
-        return (self.kind, self.inner)
-
-    def __repr__(self) -> str:
-        return f"Option({self.inner!r})"
-
-
-class Seq(_Type):
+class Seq(_Wrapper):
     """Rust's Vec<T>: a JSON array of T."""
 
-    __slots__ = ("inner",)
+    __slots__ = ()
     kind = "Seq"
-
-    def __init__(self, inner: _Type) -> None:
-        object.__setattr__(self, "inner", inner)
-
-    def _key(self) -> tuple:
-        return (self.kind, self.inner)
-
-    def __repr__(self) -> str:
-        return f"Seq({self.inner!r})"
 
 
 class Enum(_Type):
