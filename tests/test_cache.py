@@ -181,6 +181,55 @@ def test_layout_rewrite_immediately_same_size(tmp_path):
 # --------------------------------------------------------------------------
 # A trusted snapshot is invalidated by every change to either file.
 
+def test_a_file_changed_while_it_was_read_is_not_remembered(tmp_path, aged, monkeypatch):
+    """install._read's second key: the files are re-keyed after the read, and
+    a snapshot whose files moved under it is not trusted.
+
+    The reader is wrapped so that, between the key and the read, the
+    weights symlink is re-pointed from the MTP index to the DFlash2 one (the
+    read sees DFlash2), and after the read it is put back (the files are
+    again exactly what the key said: a symlink change leaves its target's
+    stat untouched). Remembered, the DFlash2 answer would be served under
+    the MTP files' key until they change. Mutation check: with
+    `if _keys(model_dir) != key: fresh.trusted = False` deleted, the read is
+    trusted (`assert first.trusted is False` fails: True), and without that
+    line the third call answers NOTE_OFF where MTP_ON is right."""
+    da, db = same_size_indexes(tmp_path)
+    d = mtp_install(tmp_path)
+    a, b = tmp_path / "ta.bin", tmp_path / "tb.bin"
+    a.write_bytes(da)
+    b.write_bytes(db)
+    weights(d).unlink()
+    weights(d).symlink_to(a)
+    for p in (a, b, layout(d)):
+        set_mtime(p, aged - 20 * SECOND)
+
+    def point_at(target):
+        link = tmp_path / "link"
+        link.symlink_to(target)
+        os.replace(link, weights(d))
+
+    real = install.load_resident_index
+    moves = []
+
+    def read_while_repointed(path):
+        point_at(b)
+        try:
+            return real(path)
+        finally:
+            moves.append(install.file_keys(str(d)))
+    monkeypatch.setattr(install, "load_resident_index", read_while_repointed)
+    first = snapshot(str(d))
+    monkeypatch.setattr(install, "load_resident_index", real)
+    assert moves and first.index is not None and "mtp.fc.weight" not in first.index  # read: DFlash2
+    point_at(a)
+    assert first.key == install.file_keys(str(d))  # the key it was read under is back
+    assert first.trusted is False
+    assert answer(d) == MTP_ON
+    # The fixture discriminates: the same files, read undisturbed, are trusted.
+    assert_cached(d)
+
+
 def _baseline(tmp_path, aged):
     d = mtp_install(tmp_path)
     age(d, aged - 20 * SECOND)
