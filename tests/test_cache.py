@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import traceback
 import types
 import weakref
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 
 import turbospark_ffi.install as install
 from installs import shape_of, write_custom_install, write_weights
+from turbospark_ffi.errors import TurbosparkError
 from turbospark_ffi.install import MAX_CACHED_INSTALLS, RACY_WINDOW_NS, snapshot
 from turbospark_ffi.install_writer import (TensorSpec, expert_layout_json, trunk_tensors,
                                            write_install)
@@ -398,3 +400,60 @@ def test_python_key_is_the_librarys_key(tmp_path, loaded):
     set_mtime(weights(full), os.stat(weights(full)).st_mtime_ns + SECOND)
     assert native(str(full)) != before
     assert native(str(full)) == install.python_file_keys(str(full))
+
+
+# --------------------------------------------------------------------------
+# A remembered refusal is raised anew: a fresh object per call (errors.py
+# `again`), never the one object again. Raising one object again and again
+# grows its traceback by the raising frames each time (and two host threads
+# could raise, and mutate, the same object at once).
+
+def _refused_options(tmp_path, aged):
+    return lambda: parse_options('{"speculation": "bogus"}')
+
+
+def _refused_plan(tmp_path, aged):
+    d = mtp_install(tmp_path)
+    age(d, aged - 20 * SECOND)
+    assert_cached(d)  # the memo lives on the snapshot: it must be reused
+    options = parse_options('{"speculation": 2, "tsffi": {"engineBlocker": "a vision tower"}}')
+    return lambda: speculation_plan(str(d), options)
+
+
+# (where the refusal is remembered, the call that reaches it)
+REMEMBERED_REFUSALS = [
+    ("options.parse_options", _refused_options),
+    ("InstallSnapshot.memo", _refused_plan),
+]
+
+
+@pytest.mark.parametrize("where, make_call", REMEMBERED_REFUSALS,
+                         ids=[r[0] for r in REMEMBERED_REFUSALS])
+def test_a_remembered_refusal_is_raised_as_a_fresh_object(tmp_path, aged, where, make_call):
+    """Mutation check: with `raise parsed.again()` (options.py) or `raise
+    value.again()` (install.py) replaced by raising the remembered object,
+    this fails for that row: the ten exceptions are one object (`len(set(...))`
+    is 1, not 10; seen for both rows), and each call's traceback holds the
+    frames of the calls before it (seen outside pytest for parse_options:
+    lengths 2, 4, 6, ... 20 where the fix gives 2 every time). The last test
+    of this section fails too: it counts the `.again()` sites."""
+    call = make_call(tmp_path, aged)
+    raised = []
+    for _ in range(10):
+        with pytest.raises(TurbosparkError) as info:
+            call()
+        raised.append(info.value)
+    assert len({id(e) for e in raised}) == 10   # kept alive in `raised`: ids are distinct
+    depths = [len(traceback.extract_tb(e.__traceback__)) for e in raised]
+    assert depths == [depths[0]] * 10
+    assert {(type(e), str(e), e.__dict__ == raised[0].__dict__) for e in raised} == \
+        {(type(raised[0]), str(raised[0]), True)}
+
+
+def test_every_remembered_refusal_is_in_the_table():
+    """The table above covers each place the package raises a remembered error
+    anew: a new `.again()` without a row here fails."""
+    package = Path(install.__file__).parent
+    places = sorted(p.name for p in package.glob("*.py") if ".again()" in p.read_text())
+    assert places == ["install.py", "options.py"]
+    assert [r[0].split(".")[0] for r in REMEMBERED_REFUSALS] == ["options", "InstallSnapshot"]
