@@ -244,3 +244,75 @@ def test_a_store_set_after_the_first_call_is_seen(lib, tmp_path, monkeypatch, ag
     assert _plan_dir(lib, "qm") == str(tmp_path / "qm")
     monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
     assert _plan_dir(lib, "qm") == str(stored)
+
+
+# The C side's own check (tsffi_keyable_name), tested where Python's offer
+# does not already stop the answer: `_answered` offers whenever the snapshot
+# is trusted and read the very name, and for these names it does (a name
+# with no readable file has no file time, so its snapshot is trusted at
+# once). Each row's name keeps the install's key (both stat()s fail the same
+# way) while its meaning changes, so only the C check keeps the second answer
+# right.
+
+def _plain_file(tmp_path, monkeypatch):
+    name = tmp_path / "named"
+    name.write_text("not a directory")
+    return str(name), lambda: write_install(tmp_path / "named.gturbo", mtp=True, layers=8)
+
+
+def _missing(tmp_path, monkeypatch):
+    return str(tmp_path / "named"), lambda: write_install(tmp_path / "named.gturbo",
+                                                           mtp=True, layers=8)
+
+
+def _removed_working_directory(tmp_path, monkeypatch):
+    gone, other = tmp_path / "gone", tmp_path / "other"
+    gone.mkdir()
+    other.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # `.` is still a directory; the working directory has no name
+
+    def move():
+        os.chdir(other)
+        return other
+    return ".", move
+
+
+# (the part of the check the row needs, the name, its change of meaning)
+UNKEYABLE_NAMES = [
+    ("S_ISDIR: a plain file", _plain_file),       # the default install path named.gturbo appears
+    ("stat: a missing path", _missing),           # the same
+    ("'/': a relative name", _removed_working_directory),  # chdir() to another directory
+]
+
+
+@pytest.mark.parametrize("part, make", UNKEYABLE_NAMES, ids=[r[0] for r in UNKEYABLE_NAMES])
+def test_only_an_absolute_existing_directory_is_answered_from_c(lib, tmp_path, monkeypatch,
+                                                                part, make):
+    """Mutation checks of `model_dir[0] == '/' && stat(model_dir, &st) == 0 &&
+    S_ISDIR(st.st_mode)` in tsffi_embed.c (library rebuilt each time; the
+    other 18 tests of this file passed under every mutation): without
+    `S_ISDIR`, the plain-file row failed (its third call answered the first
+    call's modelDir `<tmp>/named`, not `<tmp>/named.gturbo`); with
+    `model_dir[0] == '/'` alone, the plain-file and missing-path rows failed
+    alike; without `model_dir[0] == '/'`, the relative-name row failed (under
+    the new working directory the third call answered modelDir `.`, not that
+    directory's path)."""
+    from turbospark_ffi.plan import request
+    monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
+    name, change = make(tmp_path, monkeypatch)
+    first = plan(lib, name)
+    offered = request(name.encode(), b"{}")
+    # The fixture discriminates: Python would let C remember this answer.
+    assert (offered.snapshot.trusted, offered.names_the_directory) == (True, True)
+    assert plan(lib, name) == first
+    key = install_key(name)
+    now = change()
+    assert install_key(name) == key  # the name's files say nothing changed
+    second = plan(lib, name)
+    assert second["modelDir"] == str(now) != first["modelDir"]
+
+
+def install_key(name):
+    from turbospark_ffi import install
+    return install.file_keys(name)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import traceback
 import types
 import weakref
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 
 import turbospark_ffi.install as install
 from installs import shape_of, write_custom_install, write_weights
+from turbospark_ffi.errors import TurbosparkError
 from turbospark_ffi.install import MAX_CACHED_INSTALLS, RACY_WINDOW_NS, snapshot
 from turbospark_ffi.install_writer import (TensorSpec, expert_layout_json, trunk_tensors,
                                            write_install)
@@ -180,6 +182,55 @@ def test_layout_rewrite_immediately_same_size(tmp_path):
 
 # --------------------------------------------------------------------------
 # A trusted snapshot is invalidated by every change to either file.
+
+def test_a_file_changed_while_it_was_read_is_not_remembered(tmp_path, aged, monkeypatch):
+    """install._read's second key: the files are re-keyed after the read, and
+    a snapshot whose files moved under it is not trusted.
+
+    The reader is wrapped so that, between the key and the read, the
+    weights symlink is re-pointed from the MTP index to the DFlash2 one (the
+    read sees DFlash2), and after the read it is put back (the files are
+    again exactly what the key said: a symlink change leaves its target's
+    stat untouched). Remembered, the DFlash2 answer would be served under
+    the MTP files' key until they change. Mutation check: with
+    `if _keys(model_dir) != key: fresh.trusted = False` deleted, the read is
+    trusted (`assert first.trusted is False` fails: True), and without that
+    line the third call answers NOTE_OFF where MTP_ON is right."""
+    da, db = same_size_indexes(tmp_path)
+    d = mtp_install(tmp_path)
+    a, b = tmp_path / "ta.bin", tmp_path / "tb.bin"
+    a.write_bytes(da)
+    b.write_bytes(db)
+    weights(d).unlink()
+    weights(d).symlink_to(a)
+    for p in (a, b, layout(d)):
+        set_mtime(p, aged - 20 * SECOND)
+
+    def point_at(target):
+        link = tmp_path / "link"
+        link.symlink_to(target)
+        os.replace(link, weights(d))
+
+    real = install.load_resident_index
+    moves = []
+
+    def read_while_repointed(path):
+        point_at(b)
+        try:
+            return real(path)
+        finally:
+            moves.append(install.file_keys(str(d)))
+    monkeypatch.setattr(install, "load_resident_index", read_while_repointed)
+    first = snapshot(str(d))
+    monkeypatch.setattr(install, "load_resident_index", real)
+    assert moves and first.index is not None and "mtp.fc.weight" not in first.index  # read: DFlash2
+    point_at(a)
+    assert first.key == install.file_keys(str(d))  # the key it was read under is back
+    assert first.trusted is False
+    assert answer(d) == MTP_ON
+    # The fixture discriminates: the same files, read undisturbed, are trusted.
+    assert_cached(d)
+
 
 def _baseline(tmp_path, aged):
     d = mtp_install(tmp_path)
@@ -349,3 +400,60 @@ def test_python_key_is_the_librarys_key(tmp_path, loaded):
     set_mtime(weights(full), os.stat(weights(full)).st_mtime_ns + SECOND)
     assert native(str(full)) != before
     assert native(str(full)) == install.python_file_keys(str(full))
+
+
+# --------------------------------------------------------------------------
+# A remembered refusal is raised anew: a fresh object per call (errors.py
+# `again`), never the one object again. Raising one object again and again
+# grows its traceback by the raising frames each time (and two host threads
+# could raise, and mutate, the same object at once).
+
+def _refused_options(tmp_path, aged):
+    return lambda: parse_options('{"speculation": "bogus"}')
+
+
+def _refused_plan(tmp_path, aged):
+    d = mtp_install(tmp_path)
+    age(d, aged - 20 * SECOND)
+    assert_cached(d)  # the memo lives on the snapshot: it must be reused
+    options = parse_options('{"speculation": 2, "tsffi": {"engineBlocker": "a vision tower"}}')
+    return lambda: speculation_plan(str(d), options)
+
+
+# (where the refusal is remembered, the call that reaches it)
+REMEMBERED_REFUSALS = [
+    ("options.parse_options", _refused_options),
+    ("InstallSnapshot.memo", _refused_plan),
+]
+
+
+@pytest.mark.parametrize("where, make_call", REMEMBERED_REFUSALS,
+                         ids=[r[0] for r in REMEMBERED_REFUSALS])
+def test_a_remembered_refusal_is_raised_as_a_fresh_object(tmp_path, aged, where, make_call):
+    """Mutation check: with `raise parsed.again()` (options.py) or `raise
+    value.again()` (install.py) replaced by raising the remembered object,
+    this fails for that row: the ten exceptions are one object (`len(set(...))`
+    is 1, not 10; seen for both rows), and each call's traceback holds the
+    frames of the calls before it (seen outside pytest for parse_options:
+    lengths 2, 4, 6, ... 20 where the fix gives 2 every time). The last test
+    of this section fails too: it counts the `.again()` sites."""
+    call = make_call(tmp_path, aged)
+    raised = []
+    for _ in range(10):
+        with pytest.raises(TurbosparkError) as info:
+            call()
+        raised.append(info.value)
+    assert len({id(e) for e in raised}) == 10   # kept alive in `raised`: ids are distinct
+    depths = [len(traceback.extract_tb(e.__traceback__)) for e in raised]
+    assert depths == [depths[0]] * 10
+    assert {(type(e), str(e), e.__dict__ == raised[0].__dict__) for e in raised} == \
+        {(type(raised[0]), str(raised[0]), True)}
+
+
+def test_every_remembered_refusal_is_in_the_table():
+    """The table above covers each place the package raises a remembered error
+    anew: a new `.again()` without a row here fails."""
+    package = Path(install.__file__).parent
+    places = sorted(p.name for p in package.glob("*.py") if ".again()" in p.read_text())
+    assert places == ["install.py", "options.py"]
+    assert [r[0].split(".")[0] for r in REMEMBERED_REFUSALS] == ["options", "InstallSnapshot"]
