@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,18 @@ def pip_installed(tmp_path_factory) -> Installed:
     return Installed(site, site / "turbospark_ffi" / LIBRARY.name, Path(envs[0]), source)
 
 
+# An hour: far past the install cache's racy window, so a file written by a
+# test counts as old and its snapshot may be remembered.
+HOUR_NS = 3600 * 10**9
+
+
+@pytest.fixture
+def aged_clock(monkeypatch):
+    """The install cache's clock, an hour ahead: every file looks old."""
+    from turbospark_ffi import install
+
+    class Later:
+        @staticmethod
+        def time_ns():
+            return time.time_ns() + HOUR_NS
+    monkeypatch.setattr(install, "time", Later)

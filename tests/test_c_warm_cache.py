@@ -16,14 +16,12 @@ import ctypes
 import json
 import os
 import shutil
-import time
 
 import pytest
 
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE
 
-HOUR_NS = 3600 * 10**9
 
 
 @pytest.fixture(scope="module")
@@ -43,18 +41,6 @@ def plan(lib, model_dir, options=b"{}"):
     text = ctypes.string_at(out.value).decode()
     lib.tsffi_string_free(out)
     return json.loads(text)
-
-
-@pytest.fixture
-def aged_clock(monkeypatch):
-    """The install cache's clock, an hour ahead: every file looks old."""
-    from turbospark_ffi import install
-
-    class Later:
-        @staticmethod
-        def time_ns():
-            return time.time_ns() + HOUR_NS
-    monkeypatch.setattr(install, "time", Later)
 
 
 def age(model_dir):

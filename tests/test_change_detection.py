@@ -33,7 +33,6 @@ import ctypes
 import json
 import mmap
 import os
-import time
 
 import pytest
 
@@ -41,7 +40,6 @@ from engine_texts import blocker
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.resident_index import install_has_mtp_head, load_resident_index
 
-HOUR_NS = 3600 * 10**9
 OLD_NS = 10**18  # 2001: a time a fresh write can never set
 NAME, RENAMED = b"mtp.fc.weight", b"mtp.fc.weighX"
 
@@ -63,18 +61,6 @@ def plan(lib, model_dir) -> dict:
     text = ctypes.string_at(out.value).decode()
     lib.tsffi_string_free(out)
     return json.loads(text)["speculation"]
-
-
-@pytest.fixture
-def aged_clock(monkeypatch):
-    """The install cache's clock, an hour ahead: every file looks old."""
-    from turbospark_ffi import install
-
-    class Later:
-        @staticmethod
-        def time_ns():
-            return time.time_ns() + HOUR_NS
-    monkeypatch.setattr(install, "time", Later)
 
 
 def remembered(lib, model_dir, monkeypatch) -> bool:
