@@ -302,6 +302,51 @@ def test_top_level_preview_keys_are_ignored_with_a_warning(key):
         Options(B(2), ignored_keys=(key,), warnings=(MOVED.format(key),))
 
 
+def _osa(a: str, b: str) -> int:
+    """Optimal-string-alignment distance, written out here as the oracle."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def _every_edit(word: str) -> set[str]:
+    letters = "esxD_"
+    out = {word[:i] + word[i + 1:] for i in range(len(word))}
+    out |= {word[:i] + c + word[i:] for i in range(len(word) + 1) for c in letters}
+    out |= {word[:i] + c + word[i + 1:] for i in range(len(word)) for c in letters}
+    out |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}
+    return out
+
+
+def test_the_letter_count_filter_never_changes_a_hint():
+    """near_miss turns keys away by their letter counts before building an
+    edit-distance table; on every key one or two edits from one of the 16
+    (and far ones), its answer is the plain rule's: the first key within two
+    edits at the least distance, or the key equal but for case."""
+    from turbospark_ffi.options import OPTION_KEYS, near_miss
+    candidates = {"theme", "hostKey", "temperature", "tsffi", "speculationBlock"}
+    for known in OPTION_KEYS:
+        once = _every_edit(known)
+        candidates |= once | {w for w in sorted(once)[::400] for w in _every_edit(w)}
+    checked = 0
+    for key in sorted(candidates):
+        if key in OPTION_KEYS:
+            continue
+        folded = key.lower()
+        distances = [(0 if folded == k.lower() else _osa(folded, k.lower()), n)
+                     for n, k in enumerate(OPTION_KEYS)]
+        best, at = min(distances)
+        expected = OPTION_KEYS[at] if best <= 2 and len(key) <= max(map(len, OPTION_KEYS)) + 2 \
+            else None
+        assert near_miss(key) == expected, key
+        checked += 1
+    assert checked > 2000
+
+
 def test_far_keys_get_no_warning():
     assert parse_options('{"theme": 1, "Temperature": 1}').warnings == ()
 
