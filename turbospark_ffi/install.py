@@ -34,6 +34,7 @@ from .errors import ResidentIndexError, SpeculationRefused, TurbosparkError
 from .expert_layout import (LAYOUT_PATH, REASON_UNREADABLE_LAYOUT, ExpertLayout,
                             load_expert_layout)
 from .policy import DrafterChoice, SpeculativeDrafter, resolve_drafter
+from .regular_file import RACY_WINDOW_NS  # one window for every reader's cache
 from .resident_index import REASON_UNREADABLE_INDEX, ResidentIndex, load_resident_index
 
 __all__ = ["InstallSnapshot", "snapshot", "clear_cache", "use_native_keys", "file_keys",
@@ -42,7 +43,6 @@ __all__ = ["InstallSnapshot", "snapshot", "clear_cache", "use_native_keys", "fil
 
 MAX_CACHED_INSTALLS = 64
 MAX_MEMO = 256  # derived answers kept per snapshot
-RACY_WINDOW_NS = 100_000_000  # 100 ms: well above any coarse-clock tick
 
 _LEAVES = ("model_weights.bin", LAYOUT_PATH)
 # struct tsffi_file_key: ok, dev, ino, size, mtime_ns, ctime_ns, mode (int64 each).

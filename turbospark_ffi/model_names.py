@@ -95,10 +95,6 @@ def absolute_path(path: str) -> str:
     """`path` made absolute against the working directory as resolution makes
     it (an absolute path as given; `./` prefixes dropped; kept as given when
     the working directory is gone)."""
-    return _absolute(path)
-
-
-def _absolute(path: str) -> str:
     if path.startswith("/"):
         return path
     try:
@@ -130,7 +126,7 @@ def resolve_model_name(name: str) -> str:
     """The directory the engine would open for `name` (a checked model_dir),
     as an absolute path. Never fails."""
     if _is_dir(name):
-        return _absolute(name)
+        return absolute_path(name)
     root = store_root()
     if root is not None:
         found = _recorded(root, name)
@@ -144,8 +140,8 @@ def resolve_model_name(name: str) -> str:
                     found = candidate
                     break
         if found is not None:
-            return _absolute(found)
-    return _absolute(name)
+            return absolute_path(found)
+    return absolute_path(name)
 
 
 def _recorded(root: str, name: str) -> str | None:

@@ -191,14 +191,10 @@ def _finite(at_least_zero: bool):
 _INF = float("inf")
 
 
-def _usize(text: str) -> int | None:
-    n = _u64(text.strip())
-    return n
-
-
 def _map_steering_layers(value: object, messages: tuple[str, ...]) -> None:
     start, colon, end = value.partition(":")
-    first, last = _usize(start), _usize(end) if colon else None
+    # Each side trimmed, then Rust's usize parse (u64 on the engine's Macs).
+    first, last = _u64(start.strip()), _u64(end.strip()) if colon else None
     if first is None or last is None or last < first:
         raise _refuse(messages[0], s=_s(value))
 

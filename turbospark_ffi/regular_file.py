@@ -24,7 +24,14 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["NotReadable", "open_regular", "read_all", "read_bounded", "describe_file_type"]
+__all__ = ["NotReadable", "open_regular", "read_all", "read_bounded", "describe_file_type",
+           "RACY_WINDOW_NS"]
+
+# What a reader's cache may trust: a file modified within this long of being
+# read may be rewritten within one coarse clock tick keeping its size and
+# mtime, so its answer is not remembered (install.py, store.py). 100 ms: well
+# above any coarse-clock tick.
+RACY_WINDOW_NS = 100_000_000
 
 
 class NotReadable(Exception):

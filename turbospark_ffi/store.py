@@ -30,8 +30,9 @@ import os
 import time
 
 from ._value import Value
+from .regular_file import RACY_WINDOW_NS
 
-__all__ = ["MAX_STORE_BYTES", "RACY_WINDOW_NS", "StoreFile", "StoreRow", "read_store",
+__all__ = ["MAX_STORE_BYTES", "StoreFile", "StoreRow", "read_store",
            "recorded_path", "counting_rows", "clear_cache"]
 
 # Far above any real store, and what bounds the one decode per identity: a
@@ -41,7 +42,6 @@ __all__ = ["MAX_STORE_BYTES", "RACY_WINDOW_NS", "StoreFile", "StoreRow", "read_s
 # 4,000 such rows, 1.36 MiB), so the bound keeps the first alias call on any
 # store well under a second. What lies past it is not a store a user made.
 MAX_STORE_BYTES = 1 << 20
-RACY_WINDOW_NS = 100_000_000  # as install.RACY_WINDOW_NS (a layer above: not imported)
 _MAX_CACHED = 8
 
 
@@ -99,10 +99,10 @@ def _decoded(path: str, data: bytes) -> StoreFile:
                                       f"0x{data[exc.start]:02x} at offset {exc.start}); the "
                                       "engine reads it as no installs", ())
     # decode_precise, serde_json's algorithm step by step: `decode`'s fast
-    # path goes through json's C scanner, whose refusals come back as
-    # SystemError unless the json package was imported (it is not, inside
-    # the library). A store is at most MAX_STORE_BYTES, decoded once per
-    # identity, so the exact path's cost is the bound's to keep small.
+    # path is held equal to it (tests/test_typed_json.py) for the options'
+    # roots only, not for this list of structs with required fields and an
+    # enum. A store is at most MAX_STORE_BYTES, decoded once per identity, so
+    # the exact path's cost is the bound's to keep small.
     from .typed_json import TypedJsonError, decode_precise
     try:
         values = decode_precise(text, _store_type())
