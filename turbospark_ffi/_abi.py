@@ -222,7 +222,7 @@ def _resolve_speculation(options: bytes, unused: bytes) -> bytes:
 def _store(unused_a: bytes, unused_b: bytes) -> bytes:
     # Never offered to the C warm path: the store's answer depends on the
     # environment, the working directory and every listed directory.
-    from .store_listing import store_json
+    from .wire import store_json
     return store_json()
 
 

@@ -113,12 +113,10 @@ DTYPE_NAMES = {
 }
 
 
-
 def _corrupt(check: str, **fields) -> ResidentIndexError:
     """The engine's refusal for `check`, in its words (engine_texts.py)."""
     detail = READER_DETAILS[check].format(**fields)
     return ResidentIndexError(INDEX_CORRUPT.format(detail=detail), check=check)
-
 
 
 def _not_readable(path: str, exc) -> ResidentIndexError:

@@ -1,6 +1,7 @@
 """What `tsffi_store_json` answers: the store as the engine's resolution
 sees it, one row per alias that counts, with the badges a model picker shows
-(the install's two drafters, read from its index as a plan reads them).
+(the install's two drafters, read from its index as a plan reads them). Its
+JSON shape is wire.py's, as every shape of the C ABI.
 
 A host lists the store through this call rather than reading
 `installed.json` itself, so the picker offers exactly the aliases a plan
@@ -12,8 +13,7 @@ from __future__ import annotations
 
 from ._value import Value
 
-__all__ = ["StoreAlias", "StoreListing", "store_listing", "store_listing_to_dict", "store_json",
-           "NO_ROOT_REASON"]
+__all__ = ["StoreAlias", "StoreListing", "store_listing", "NO_ROOT_REASON"]
 
 
 class StoreAlias(Value):
@@ -69,18 +69,3 @@ def _alias_row(alias: str, path: str, model_dir: str) -> StoreAlias:
         return StoreAlias(alias, path, model_dir, None, None)
     return StoreAlias(alias, path, model_dir, install_has_mtp_head(index),
                       install_has_dflash(index))
-
-
-def store_listing_to_dict(listing: StoreListing) -> dict:
-    """The `tsffi_store_json` object."""
-    return {"root": listing.root, "storeFile": listing.store_file, "storeRead": listing.read,
-            "reason": listing.reason, "aliases": [
-                {"alias": a.alias, "path": a.path, "modelDir": a.model_dir,
-                 "installHasMtpHead": a.has_mtp_head, "installHasDflash": a.has_dflash}
-                for a in listing.aliases]}
-
-
-def store_json() -> bytes:
-    """What `tsffi_store_json` returns (ASCII JSON, as every answer)."""
-    from .jsontext import dumps
-    return dumps(store_listing_to_dict(store_listing())).encode("ascii")

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
     from .options import Options
     from .plan import PlanResult, Request
     from .policy import DraftPolicies, DrafterChoice, SpeculationPlan
+    from .store_listing import StoreListing
 
 __all__ = ["choice_text", "policies_text", "speculation_text", "plan_text", "choices_text",
            "plan_to_dict", "policies_to_dict", "choice_from_json",
            "install_info_to_dict", "build_info_to_dict", "drafter_json", "plan_json",
-           "choices_json", "install_info_json", "speculation_choices", "install_info"]
+           "choices_json", "install_info_json", "speculation_choices", "install_info",
+           "store_listing_to_dict", "store_json"]
 
 
 # Every shape a decision takes is written as text from a template, and is
@@ -333,3 +335,19 @@ def install_info_to_dict(snap: InstallSnapshot) -> dict:
     info["blockerPreview"] = {key: None if preview is None else preview.message
                               for key, preview in previews.items()}
     return info
+
+
+def store_listing_to_dict(listing: StoreListing) -> dict:
+    """The `tsffi_store_json` object."""
+    return {"root": listing.root, "storeFile": listing.store_file, "storeRead": listing.read,
+            "reason": listing.reason, "aliases": [
+                {"alias": a.alias, "path": a.path, "modelDir": a.model_dir,
+                 "installHasMtpHead": a.has_mtp_head, "installHasDflash": a.has_dflash}
+                for a in listing.aliases]}
+
+
+def store_json() -> bytes:
+    """What `tsffi_store_json` returns (ASCII JSON, as every answer)."""
+    from .jsontext import dumps
+    from .store_listing import store_listing
+    return dumps(store_listing_to_dict(store_listing())).encode("ascii")

@@ -36,7 +36,8 @@ def _badge(value) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..store_listing import store_json, store_listing, store_listing_to_dict
+    from ..store_listing import store_listing
+    from ..wire import store_json, store_listing_to_dict
     if args.json:
         return write_json(store_json())
     info = store_listing_to_dict(store_listing())
