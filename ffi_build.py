@@ -69,7 +69,8 @@ static void tsffi_set_error(const char *msg, size_t n);
 static int32_t tsffi_emit(char **out, const char *data, size_t n);
 static const char *tsffi_getenv(const char *name);
 struct tsffi_file_key { int64_t ok, dev, ino, size, mtime_ns, ctime_ns, mode; };
-static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys[2]);
+#define TSFFI_INSTALL_FILES 3
+static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys[3]);
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
                             const struct tsffi_file_key *keys, const char *result, size_t len);
 static const char *tsffi_get_library_path(void);

@@ -2,9 +2,12 @@
  * tsffi.h -- the turbospark-runtime speculation policy, as a C ABI.
  *
  * Which speculative drafter an install carries, the draft policies to open it
- * with, and whether speculation will run -- and when it will not, the reason
- * or note to show the user, verbatim. The same decisions, in the same order,
- * with the same messages as turbospark-runtime 0.3.0's speculation policy.
+ * with, whether the session will speculate -- and when it will not, the reason
+ * or note to show the user, verbatim -- and whether a turn the host sends on
+ * it will. The same decisions, in the same order, with the same messages as
+ * the engine's open: turbospark-runtime 0.3.0's speculation policy, and the
+ * parts of the engine around it at the revisions tsffi_build_info_json
+ * reports ("engineRevisions"; docs/ENGINE.md lists each rule's source).
  *
  * This header is the contract: what is not declared here is not public. The
  * library's build reads this file for its declarations, so the two cannot
@@ -17,7 +20,7 @@
  *  - OPTIONS. Every options_json is the very text the host gives the
  *    engine's ts_session_open, and is read exactly as that open reads it
  *    (docs/c-api.md, "Options", lists the rules): NULL or "" = all defaults;
- *    the text is decoded as the open's serde struct of 16 keys (unknown keys
+ *    the text is decoded as the open's serde struct of 18 keys (unknown keys
  *    ignored at any depth and size, a known key twice or of the wrong JSON
  *    type refused, null = absent, a top-level array read positionally), and
  *    then every key is mapped in the open's order. The same text gets the
@@ -29,21 +32,25 @@
  *                                     message (e.g. "speculation block must
  *                                     be in 1..=15, got 0")
  *    Keys the open does not read are ignored (listed back as "ignoredKeys";
- *    no result ever holds a lone surrogate); a near-miss of one of the 16 keys
+ *    no result ever holds a lone surrogate); a near-miss of one of the 18 keys
  *    (or of "tsffi"),
  *    and a top-level "temperature" or "engineBlocker", also get a hint in
  *    "warnings" -- never a refusal, since the open accepts them.
  *    This library's own inputs, which the open never reads, are one object
  *    the engine ignores: "tsffi": {"engineBlocker": string | null,
- *    "temperature": number | null}, read strictly (an unknown key, a wrong
- *    type, a key twice: TSFFI_ERR_INVALID_ARGUMENT naming the key, what it
- *    got and what it accepts). engineBlocker: a non-empty string without NUL
- *    or lone surrogate (the engine's reason), null (it reported none), absent
- *    (preview the install's files). temperature: a finite number >= 0;
- *    absent = deterministic decoding, the open's own assumption (a sampled
- *    temperature asks what the sampled case would decide: a question the
- *    open does not ask). Checks run in this order, the open's answer first:
- *    UTF-8, decoding, mapping, the "tsffi" object, then the policy.
+ *    "temperature": number | null, "lowPowerMode": bool | null}, read
+ *    strictly (an unknown key, a wrong type, a key twice:
+ *    TSFFI_ERR_INVALID_ARGUMENT naming the key, what it got and what it
+ *    accepts). engineBlocker: a non-empty string without NUL or lone
+ *    surrogate (the engine's reason), null (it reported none), absent
+ *    (preview the install's files). temperature: the TURN's temperature, a
+ *    finite number >= 0; absent = the engine binding's default, 0.2 (the
+ *    session is decided as the open decides it, greedy decoding assumed,
+ *    whatever this says). lowPowerMode: the OS's Low Power Mode, from which
+ *    an absent "powerProfile" resolves (absent = false). Checks run in this
+ *    order, the open's answer first: UTF-8, decoding, mapping, the "tsffi"
+ *    object, then the install (directory, manifest, index, drafter) and the
+ *    policy.
  *  - LIMITS. The open has no size cap; this library refuses an options_json
  *    of more than 16 MiB (16,777,216 bytes) with TSFFI_ERR_INVALID_ARGUMENT
  *    before any of it is decoded (its own bound, far above any real options
@@ -150,8 +157,18 @@ extern "C" {
  * docs/CHANGELOG.md. Also in ABI 3: tsffi_store_json is new (the store's
  * aliases with their drafter badges), and installed.json is decoded as the
  * engine decodes it (all or nothing; a later row of an alias wins; an empty
- * TURBOSPARK_HOME is the current directory). */
-#define TSFFI_ABI_VERSION 3u
+ * TURBOSPARK_HOME is the current directory). ABI 4: the install is read as
+ * the engine's open reads it -- manifest.json's "arch" first, the index-wide
+ * dtype gates, the drafter state the open builds -- and every failure of the
+ * open the files show is TSFFI_ERR_REFUSED with the open's message (a path
+ * that is not a directory, no valid "arch", an unreadable index, a partial
+ * MTP head, a mis-shaped DFlash2 drafter), not a disabled speculation with a
+ * reason; the blockers are revision 22f47a2's (a vision arm first; probe
+ * dtypes 4, 15 and 16 covered); the options are 0a45c54's 18 keys; the plan
+ * and each choices item gain "turn"; "tsffi"."temperature" is the turn's
+ * (the session no longer depends on it) and "tsffi"."lowPowerMode" is new;
+ * build info gains "engineRevisions". The migration: docs/CHANGELOG.md. */
+#define TSFFI_ABI_VERSION 4u
 
 /* Status codes. Stable: never renumbered; new codes are only appended. Where
  * a meaning is the engine's, so is the number. */
@@ -161,9 +178,11 @@ extern "C" {
  * argument past LIMITS, an empty model_dir (the engine's open returns 1 for
  * a NULL pointer and text that is not UTF-8) */
 #define TSFFI_ERR_INVALID_ARGUMENT 1
-/* an option the engine's open refuses in its mapping (its message, bare),
- * or a named speculation block in 1..=15 that cannot be served: the engine's
- * open returns 2 for these same refusals */
+/* the engine's open fails (its message, bare): an option its mapping
+ * refuses, an install it refuses (not a directory, manifest.json's "arch",
+ * the resident index, the dtype gates, the drafter state it builds), or a
+ * named speculation block in 1..=15 that cannot be served: the engine's
+ * open returns 2 for these same failures */
 #define TSFFI_ERR_REFUSED 2
 /* an options_json the open's decoder refuses ("options: " + serde's text,
  * as the open), or a choice_json that does not parse */
@@ -180,21 +199,24 @@ extern "C" {
 TSFFI_API uint32_t tsffi_abi_version(void);
 
 /* Write the build information as a JSON object to *out_json:
- *   {"abiVersion": 2, "version": "0.1.0", "python": "3.11.7",
+ *   {"abiVersion": 4, "version": "0.1.0", "python": "3.11.7",
  *    "library": path of this shared library, "package": path of the Python
  *    package, "pythonHome": the embedded interpreter's home,
  *    "pythonExecutable": what the interpreter reports as sys.executable
  *    (this library's own path when it started the interpreter) | null,
  *    "sysPath": [the directories Python imports from], "ownsInterpreter":
  *    bool (false when the host is itself a Python process),
- *    "engine": "turbospark-runtime", "engineVersion": "0.3.0"}
- * "engine" and "engineVersion" name the engine whose policy and words this
- * library speaks: every text a plan, a preview or a refusal shows is that
- * engine version's (its speculation module's, its blocker functions', its
- * index reader's), byte for byte. "engineVersion" changes when the library
- * follows another engine version, and any change to those texts or decisions
- * is such a change: a host that matches on the engine's messages reads here
- * which ones it will see.
+ *    "engine": "turbospark-runtime", "engineVersion": "0.3.0",
+ *    "engineRevisions": {"policy": "0.3.0", "open": "0a45c54",
+ *      "manifest": "54bc43a", "residentIndex": "08aaf13",
+ *      "dtypeGates": "0a45c54", "drafterBuild": "22f47a2",
+ *      "blockers": "22f47a2", "turn": "0a45c54"}}
+ * "engine" and "engineVersion" name the engine whose speculation policy this
+ * library transcribes; "engineRevisions" the engine revision (commit) each
+ * other rule it follows was read at. Every text a plan, a preview or a
+ * refusal shows is that revision's, byte for byte, and a change to those
+ * texts or decisions changes this table: a host that matches on the
+ * engine's messages reads here which ones it will see.
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT if out_json is NULL; TSFFI_ERR_RUNTIME;
  * or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_build_info_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
@@ -277,10 +299,15 @@ TSFFI_API int32_t tsffi_draft_policies(const char *TSFFI_NONNULL choice_json,
 TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_json,
                                             char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
-/* The whole decision for the install in model_dir, in one call: resolve the
- * drafter, derive the draft policies, take the blocker (the DFlash2 note, else
- * "tsffi"."engineBlocker" when given, else a preview of the engine's blocker
- * read from the install's files) and resolve speculation.
+/* The whole decision for the install in model_dir, in one call, in the
+ * order of the engine's open: the options; the directory; manifest.json's
+ * "arch"; the resident index and its dtype gates; resolve the drafter and
+ * derive the draft policies; build the drafter state they name (a partial
+ * MTP head, a mis-shaped DFlash2 drafter or a DFlash2 drafter on a MoE
+ * install fails here); take the blocker (the DFlash2 note, else
+ * "tsffi"."engineBlocker" when given, else the engine's blocker function
+ * asked of the install's arch, index and built drafter) and resolve
+ * speculation as the open does, greedy decoding assumed; then the turn.
  *
  * model_dir: an install directory or an installed alias (MODEL NAMES above).
  * options_json: the host's whole open-options object, read as the open
@@ -293,18 +320,28 @@ TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_j
  * On TSFFI_OK, *out_json is
  *   {"drafter": {...as tsffi_resolve_drafter, without "modelDir"...},
  *    "draftPolicies": {...as tsffi_draft_policies...},
- *    "speculation": {...as tsffi_resolve_speculation...},
+ *    "speculation": {...as tsffi_resolve_speculation...}, the SESSION's
+ *      answer, as ts_session_info_json reports it after the open,
+ *    "turn": {"temperature": number, "speculates": bool,
+ *      "reason": string | null}: whether a turn the host sends at
+ *      "tsffi"."temperature" (absent: 0.2) speculates through the engine's
+ *      C ABI -- only at temperature 0, with no "maxTokensPerSec" and a power
+ *      profile resolving to performance; "reason" names the cause, in words
+ *      a settings pane can show, when the session drafts and the turn will
+ *      not (null when it speculates or the session does not draft),
  *    "ignoredKeys": [string, ...], the top-level keys the open ignores,
  *    "warnings": [string, ...], a hint per near-miss or moved key,
  *    "modelDir": the directory read, an absolute path}
- * Returns TSFFI_OK; TSFFI_ERR_REFUSED (an option the open's mapping refuses,
- * or a named block in 1..=15 that cannot be served); TSFFI_ERR_INVALID_ARGUMENT
+ * Returns TSFFI_OK; TSFFI_ERR_REFUSED (the open fails: an option its mapping
+ * refuses, an install it refuses, a drafter it cannot build, or a named
+ * block in 1..=15 that cannot be served; the last error is the open's
+ * message); TSFFI_ERR_INVALID_ARGUMENT
  * (NULL model_dir or out_json, an empty or non-UTF-8 model_dir, non-UTF-8
  * options, a bad "tsffi" object); TSFFI_ERR_JSON (options the open's decoder
  * refuses); TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
- * A warm call on an unchanged install named by its absolute path costs three
+ * A warm call on an unchanged install named by its absolute path costs four
  * stat() calls and no reading. What is compared is what stat() shows of
- * model_weights.bin and packed_experts/layout.json: whether each exists, and
+ * model_weights.bin, packed_experts/layout.json and manifest.json: whether each exists, and
  * its device, inode, size, mode, modification time and change time. A change
  * that moves any of them (a write, a replace, a truncation, a touch, a
  * removal) is seen on the next call, and a file changed within 100 ms of
@@ -345,18 +382,21 @@ TSFFI_API int32_t tsffi_speculation_plan(const char *TSFFI_NONNULL model_dir,
  *   returns for options_json with that item's two keys (the plan object byte
  *   for byte without its "ignoredKeys", "warnings" and "modelDir", which the
  *   table holds once, so its size is bounded by its input's; null when the
- *   status is TSFFI_ERR_REFUSED), and "error" is
+ *   status is TSFFI_ERR_REFUSED: a drafter the open cannot build, a named
+ *   block it cannot serve), and "error" is
  *   exactly the last error that call leaves (the refusal to show, verbatim;
- *   null on TSFFI_OK). A refused item is not a failure of this call. The
- *   install flags are null when the index could not be read (unknown).
+ *   null on TSFFI_OK). A refused item is not a failure of this call; an
+ *   install the open refuses whatever is asked (not a directory, its
+ *   manifest, its index, its dtype gates) fails the call with
+ *   TSFFI_ERR_REFUSED and the open's message, as every item would.
  * Returns TSFFI_OK; TSFFI_ERR_INVALID_ARGUMENT (NULL model_dir or out_json, an
  * empty or non-UTF-8 model_dir, non-UTF-8 options, a bad "tsffi" object);
  * TSFFI_ERR_JSON (options the open's decoder refuses); TSFFI_ERR_REFUSED (an
- * option the open's mapping refuses, a block outside 1..=15 included);
- * TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
+ * option the open's mapping refuses, a block outside 1..=15 included, or an
+ * install the open refuses); TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL.
  * Warm, like tsffi_speculation_plan: a repeated call on an unchanged install
- * named by its absolute path costs three stat() calls and a copy of the
- * table. As there, what is compared is what stat() shows of the two files
+ * named by its absolute path costs four stat() calls and a copy of the
+ * table. As there, what is compared is what stat() shows of the three files
  * (whether each exists, its device, inode, size, mode, modification time and
  * change time): a change that moves any of them is seen on the next call; one
  * that moves none, such as a store through a shared memory mapping into a
@@ -366,18 +406,26 @@ TSFFI_API int32_t tsffi_speculation_choices(const char *TSFFI_NONNULL model_dir,
                                             char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 /* Describe what the install's files say, so a GUI can show why an answer is
- * "unknown". model_dir: an install directory or an installed alias (MODEL
- * NAMES above). *out_json: {"modelDir" (the directory read, an absolute
- * path), "indexReadable", "indexError", "indexCheck", "entryCount",
+ * "unknown" or why the open would fail. model_dir: an install directory or
+ * an installed alias (MODEL NAMES above). *out_json: {"modelDir" (the
+ * directory read, an absolute path), "arch": {"family", "hiddenSize",
+ * "vocabSize", "numLayers", "numExperts", "fullAttentionLayerMask",
+ * "visionDepth", "firstFullAttentionLayer"} | null (the manifest facts the
+ * decision uses), "manifestError": the open's refusal of manifest.json |
+ * null, "openError": the open's first refusal of the install (manifest,
+ * index, dtype gates) | null, "indexReadable", "indexError", "indexCheck", "entryCount",
  * "indexBytes", "residentBytes", "installHasMtpHead", "installHasDflash",
  * "mtpHead": {"present", "tensors", "expected", "complete", "missing"},
  * "dflashDrafter": {...}, "probe": {"layer", "tensor", "present", "dtype",
- * "dtypeName", "verifyCovers"} | null ("verifyCovers" is true for dtype 4,
- * INT4 affine, alone: the engine blocks every other tag, 1-bit and 2-bit
- * too), "experts": {"layoutPresent", "expertsPerLayer", "numLayers", "error"}
- * (layoutPresent null when the layout could not be read), "blockerPreview":
- * {"mtp", "dflash"} (what each drafter's own blocker function in the engine
- * would say, in its words, previewed from the files, or null)}. An unreadable index is TSFFI_OK with "indexReadable": false,
+ * "dtypeName", "verifyCovers"} | null (the probe of the manifest's first
+ * full-attention layer; "verifyCovers" is true for dtypes 4, 15 and 16,
+ * INT4 affine and the 1-bit / 2-bit affine pair), "experts":
+ * {"layoutPresent", "expertsPerLayer", "numLayers", "error"} (layoutPresent
+ * null when the layout could not be read; the decision takes the expert
+ * count from the manifest), "blockerPreview": {"mtp", "dflash"} (what each
+ * drafter's own blocker function in the engine would say at speculation
+ * "auto", in its words, or the open's message when building that drafter
+ * fails; null when nothing stands in the way or the open fails first)}. An unreadable index is TSFFI_OK with "indexReadable": false,
  * "indexError" and "indexCheck" saying which check failed, and null for
  * "entryCount", "indexBytes", "residentBytes", both install flags, "mtpHead",
  * "dflashDrafter" and "probe".

@@ -158,7 +158,7 @@ static int32_t tsffi_emit(char **out, const char *data, size_t n) {
  * Python can prove an install unchanged in ~10 us, but only under the GIL, and
  * eight host threads handing the GIL across two cores on every call collapse
  * to half the single-thread throughput (measured). So answers that depend
- * only on (function, model_dir, options) and on two files -- which holds for
+ * only on (function, model_dir, options) and on the install's files -- which holds for
  * a model_dir that names an existing directory by its absolute path, see
  * tsffi_keyable_name -- are remembered here
  * together with what stat() said of those files WHEN PYTHON READ THEM; a
@@ -180,11 +180,16 @@ struct tsffi_file_key {
     int64_t ok, dev, ino, size, mtime_ns, ctime_ns, mode;
 };
 
+/* The files an install's answers depend on (install.LEAVES, in this order):
+ * the resident index, the expert layout, and the manifest whose `arch` the
+ * engine's open reads first. */
+#define TSFFI_INSTALL_FILES 3
+
 struct tsffi_cached {
     int32_t fn;
     char *a;
     char *b;
-    struct tsffi_file_key keys[2];
+    struct tsffi_file_key keys[TSFFI_INSTALL_FILES];
     char *result;
     size_t len;
 };
@@ -219,9 +224,11 @@ static void tsffi_file_key_of(const char *dir, const char *leaf, struct tsffi_fi
     k->mode = (int64_t)st.st_mode;
 }
 
-static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys[2]) {
+static void tsffi_install_keys(const char *model_dir,
+                               struct tsffi_file_key keys[TSFFI_INSTALL_FILES]) {
     tsffi_file_key_of(model_dir, "model_weights.bin", &keys[0]);
     tsffi_file_key_of(model_dir, "packed_experts/layout.json", &keys[1]);
+    tsffi_file_key_of(model_dir, "manifest.json", &keys[2]);
 }
 
 /* Which model names the warm path may answer for: an absolute path that is
@@ -232,7 +239,7 @@ static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys
  * $TURBOSPARK_HOME or $HOME, installed.json and the default install paths;
  * otherwise the name itself. Only the first arm is independent of the
  * environment, the store's files and the working directory, so only it can
- * be keyed by the name and two stat()s: an alias re-pointed in
+ * be keyed by the name and three stat()s: an alias re-pointed in
  * installed.json, a setenv() by the host, a chdir() or a directory created
  * under the alias's name would all change the answer without changing the
  * install's files. Every other name goes to Python on every call, which
@@ -246,7 +253,7 @@ static int tsffi_keyable_name(const char *model_dir) {
 }
 
 /* The calls whose answer depends only on their arguments and the install's
- * two files: the ones the warm path may answer. */
+ * files (install.LEAVES): the ones the warm path may answer. */
 static int tsffi_reads_install(int32_t fn) {
     return fn == TSFFI__FN_RESOLVE_DRAFTER || fn == TSFFI__FN_SPECULATION_PLAN ||
            fn == TSFFI__FN_INSTALL_INFO || fn == TSFFI__FN_SPECULATION_CHOICES;
@@ -254,7 +261,7 @@ static int tsffi_reads_install(int32_t fn) {
 
 /* 1 and *out set when a remembered answer is still valid, else 0. */
 static int tsffi_cache_get(int32_t fn, const char *a, const char *b, char **out) {
-    struct tsffi_file_key now[2];
+    struct tsffi_file_key now[TSFFI_INSTALL_FILES];
     int found = 0, i;
     if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG ||
         !tsffi_keyable_name(a))
@@ -287,7 +294,7 @@ static char *tsffi_strdup(const char *s) {
     return copy;
 }
 
-/* Called by Python with what stat() said of the install's two files when
+/* Called by Python with what stat() said of the install's files when
  * the snapshot the answer came from read them. */
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
                             const struct tsffi_file_key *keys, const char *result, size_t len) {

@@ -250,7 +250,7 @@ NEAR = ('"{0}" is not a key the engine\'s open reads, so it ignores it (and so d
 CASES: list[Case] = [
     # ----- tsffi_build_info_json
     Case("build-info", "build_info", "TSFFI_OK",
-         json=Subset(abiVersion=3, version=Has("."), python=Has("3."))),
+         json=Subset(abiVersion=4, version=Has("."), python=Has("3."))),
     Case("build-info-null-out", "build_info", "TSFFI_ERR_INVALID_ARGUMENT", null_out=True,
          message=Has("out_json")),
 

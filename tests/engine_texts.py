@@ -1,6 +1,7 @@
-"""The engine's messages (turbospark-runtime 0.3.0), transcribed once from
-docs/ENGINE.md's source, ../shared/reference/TURBOSPARK_FACTS.md sections 1 and
-4, the way tests/seed_texts.py holds the original module's. Copied, not
+"""The engine's messages, transcribed once from
+../shared/reference/TURBOSPARK_FACTS.md sections 1, 4 and 10-12 (the blockers of
+revision 22f47a2, the open of 0a45c54, the manifest of 54bc43a), the way
+tests/seed_texts.py holds the original module's. Copied, not
 imported from the package, so a test fails when the package's text drifts
 from the engine's; every test that names one of these texts imports it from
 here.
@@ -17,9 +18,14 @@ ENGINE_VERSION = "0.3.0"
 # engine's order. Keyed by the drafter the plan resolved.
 
 MOE_MARKER = "no MoE drafter"
+VISION = ("the verify pass is vision-blind: this runner has a vision tower, and the batched "
+          "verify embeds every row from the token table and rotates at the raw position, so a "
+          "speculative round past an image would attend and rotate by the wrong values; run "
+          "text-only or disable speculation (docs/VISION.md)")
 
 BLOCKERS = {
     "mtp": {
+        "vision": VISION,
         "moe": ("no MoE drafter: this install routes to {experts} experts, and no published MoE "
                 "conversion of this architecture ships a drafter this port can ingest (every "
                 "mlx conversion drops mtp.*). The batched routed verify itself runs, so this is "
@@ -28,16 +34,16 @@ BLOCKERS = {
                            "install declares none"),
         "probe-absent": ("cannot tell whether the batched verify can run: {probe} is not in "
                          "the resident index"),
-        "probe-dtype": ("the batched verify is INT4-only and this install's {probe} is dtype "
-                        "{dtype} (the 1-bit and 2-bit checkpoints of this architecture have no "
-                        "batched kernel); the model decodes normally, only speculation is "
-                        "unavailable"),
+        "probe-dtype": ("the batched verify covers INT4-affine (4) and the 1-bit (15) / 2-bit "
+                        "(16) affine pair, and this install's {probe} is dtype {dtype}; the "
+                        "model decodes normally, only speculation is unavailable"),
         "no-drafter": ("this install carries no multi-token-prediction head (mtp.fc.weight is "
                        "not in the resident index); the mlx conversion drops mtp.*, so stream "
                        "an install that adds the official checkpoint's last shard "
                        "(docs/MTP.md)"),
     },
     "dflash": {
+        "vision": VISION,
         "moe": ("no MoE drafter: this install routes to {experts} experts, and no published MoE "
                 "checkpoint of this architecture ships a DFlash2 drafter (the published one "
                 "targets the dense half). The batched routed verify itself runs, so this is a "
@@ -45,7 +51,8 @@ BLOCKERS = {
         "no-probe-layer": ("the batched verify needs a full-attention layer to probe and this "
                            "install declares none"),
         "probe-absent": "cannot tell whether the verify can run: {probe} is missing",
-        "probe-dtype": "the batched verify is INT4-only and this install's {probe} is dtype {dtype}",
+        "probe-dtype": ("the batched verify covers INT4-affine (4) and the 1-bit (15) / 2-bit "
+                        "(16) affine pair, and this install's {probe} is dtype {dtype}"),
         "no-drafter": ("this install carries no DFlash2 drafter (dflash.fc.weight is not in the "
                        "resident index); stream it beside the trunk (docs/DFLASH2.md)"),
     },
@@ -96,3 +103,19 @@ def io_failed(call: str, errno_value: int) -> str:
     OS error, the C library's strerror text then ` (os error N)`."""
     import os
     return f"{call} failed: {os.strerror(errno_value)} (os error {errno_value})"
+
+
+# --------------------------------------------------------------------------
+# The open's refusals of an install (FACTS sections 10-12), status 2, bare.
+
+NOT_A_DIRECTORY = "{dir} is not a directory (and matched no installed alias)"
+NO_MANIFEST = "no manifest.json at {dir}/manifest.json: {error}"
+MANIFEST_ARCH = "manifest.json arch: {error}"
+MISSING_TENSOR = "missing resident tensor: {name}"
+DFLASH_MOE = "unsupported: " + BLOCKERS["dflash"]["moe"]
+GGUF_GATE = ("unsupported: tensor {name} carries GGUF block dtype {dtype}, which has no "
+             "RESIDENT kernel in this port (ROADMAP Phase G Stage 2; resident-executable tags: "
+             "[6, 7, 8, 10, 11, 12, 13, 17, 18, 19, 20, 21, 22, 23, 24])")
+DTYPE_GATE = ("unsupported: tensor {name} carries resident dtype {dtype}, which no reader in "
+              "this crate honours; unquantized tensors must be narrowed to BF16 (tag 1) at "
+              "repack time")

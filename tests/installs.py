@@ -11,11 +11,14 @@ import os
 import struct
 from pathlib import Path
 
-from turbospark_ffi.blockers import first_full_attention_layer, probe_tensor_name
+from turbospark_ffi.blockers import probe_tensor_name
 from turbospark_ffi.errors import ResidentIndexError
-from turbospark_ffi.expert_layout import load_expert_layout
+from turbospark_ffi.errors import OpenRefused
+from turbospark_ffi.manifest_arch import load_manifest_arch
 from turbospark_ffi.install_writer import (DFLASH_TENSORS, MTP_HEAD_TENSORS, TensorSpec,
-                                           encode_index, expert_layout_json, trunk_tensors)
+                                           arch_for, dflash_tensors, encode_index,
+                                           expert_layout_json, manifest_json, mtp_tensors,
+                                           trunk_tensors)
 from turbospark_ffi.resident_index import (install_has_dflash, install_has_mtp_head,
                                            load_resident_index)
 
@@ -47,11 +50,12 @@ CHECK_TAGS = {
 # Tensor lists
 
 def mtp_specs(names=MTP_HEAD_TENSORS) -> list[TensorSpec]:
-    return [TensorSpec(n, 4, 64, True) for n in names]
+    return mtp_tensors(names)
 
 
 def dflash_specs(names=DFLASH_TENSORS) -> list[TensorSpec]:
-    return [TensorSpec(n, 1, 32) for n in names]
+    """The drafter in the published shapes (the open builds it)."""
+    return dflash_tensors(names)
 
 
 def write_weights(path: str | os.PathLike, tensors: list[TensorSpec], *,
@@ -74,13 +78,27 @@ def write_layout(model_dir: str | os.PathLike, experts: int, layers: int = 4) ->
 
 
 def write_custom_install(model_dir: str | os.PathLike, tensors: list[TensorSpec], *,
-                         experts: int = 0, layers: int = 4) -> Path:
-    """An install whose resident index holds exactly `tensors`."""
+                         experts: int = 0, layers: int = 4, manifest: bool = True,
+                         **arch_fields) -> Path:
+    """An install whose resident index holds exactly `tensors`, with a
+    manifest whose `arch` matches them (install_writer.arch_for: full
+    attention where the index has `self_attn` tensors; `arch_fields` go to
+    it: family, vision_depth, ...)."""
     model_dir = Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
     write_weights(model_dir / "model_weights.bin", tensors)
     write_layout(model_dir, experts, layers)
+    if manifest:
+        write_manifest(model_dir, arch_for([t.name for t in tensors], layers=layers,
+                                           experts=experts, **arch_fields))
     return model_dir
+
+
+def write_manifest(model_dir: str | os.PathLike, arch: object) -> Path:
+    """`manifest.json` with this `arch` (any JSON value)."""
+    path = Path(model_dir) / "manifest.json"
+    path.write_text(manifest_json(arch))
+    return path
 
 
 def shape_of(model_dir: str | os.PathLike) -> dict:
@@ -89,17 +107,23 @@ def shape_of(model_dir: str | os.PathLike) -> dict:
     model_dir = Path(model_dir)
     out: dict = {}
     try:
+        arch = load_manifest_arch(str(model_dir))
+    except OpenRefused:
+        arch = None
+    try:
         index = load_resident_index(model_dir / "model_weights.bin")
     except ResidentIndexError as exc:
         out.update(readable=False, check=exc.check, has_mtp=None, has_dflash=None,
                    first_layer=None, probe_dtype=None, entries=None)
     else:
-        layer = first_full_attention_layer(index)
+        layer = None if arch is None else arch.first_full_attention_layer()
         out.update(readable=True, check=None, has_mtp=install_has_mtp_head(index),
                    has_dflash=install_has_dflash(index), first_layer=layer,
                    probe_dtype=None if layer is None else index.dtype_of(probe_tensor_name(layer)),
                    entries=len(index))
-    out["experts"] = load_expert_layout(str(model_dir)).experts_per_layer
+    out["experts"] = None if arch is None else arch.num_experts
+    out["family"] = None if arch is None else arch.family
+    out["vision"] = None if arch is None else arch.vision_depth
     return out
 
 

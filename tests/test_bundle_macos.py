@@ -655,7 +655,7 @@ def test_marker(built):
     assert count == len(runtime.STDLIB_MODULES) + len(
         list((Path(sys.base_prefix) / "lib" / f"python{PY}" / "encodings").glob("*.py")))
     assert (home / "turbospark_bundle.txt").read_text().splitlines()[3:] == [
-        "format: 1", "version: 0.1.0", "abi: 3", f"python: {PY}", "platform: macos",
+        "format: 1", "version: 0.1.0", "abi: 4", f"python: {PY}", "platform: macos",
         f"soabi: {TAG}", f"stdlib: python{PYNODOT}.zip ({count} modules)",
         "extension modules: " + " ".join(EXPECTED_EXTENSIONS)]
 

@@ -140,7 +140,7 @@ def host_runs(hosts, case_file):
 
 def outcomes_of(result, spans, cases=CASES):
     lines = stdout_lines(result)
-    assert lines[0] == "abi 3", lines[:1]
+    assert lines[0] == "abi 4", lines[:1]
     assert lines[-1] == "done", lines[-1:]
     body = lines[1:-1]
     assert len(body) == spans[-1].stop, "one output line per call"
@@ -174,7 +174,7 @@ def test_library_writes_nothing_to_the_hosts_streams(variant, host_runs, case_fi
     _, spans = case_file
     lines = stdout_lines(result)
     assert len(lines) == spans[-1].stop + 2
-    assert all(line == "abi 3" or line == "done" or line.split(" ", 1)[0] in abi_cases.FUNCTIONS
+    assert all(line == "abi 4" or line == "done" or line.split(" ", 1)[0] in abi_cases.FUNCTIONS
                for line in lines)
 
 
@@ -222,7 +222,7 @@ def test_build_info_through_c(host_runs, case_file):
     _, spans = case_file
     (info,) = outcomes_of(host_runs["linked"], spans)["build-info"]
     value = json.loads(info.out)
-    assert value["abiVersion"] == 3
+    assert value["abiVersion"] == 4
     assert value["version"] == turbospark_ffi.__version__
     assert value["python"] == platform.python_version()
     assert value["library"] == os.path.realpath(LIBRARY)
@@ -312,7 +312,7 @@ def _race_expected(installs) -> list[str]:
     for i in range(16):
         op = i % 4
         if op == 0:
-            lines.append(f"t{i:02d} build_info status=0 err_len_ok=1 err= out=abiVersion=3")
+            lines.append(f"t{i:02d} build_info status=0 err_len_ok=1 err= out=abiVersion=4")
         elif op == 1:
             lines.append(f"t{i:02d} refused status=2 err_len_ok=1 "
                          f"err={escape(abi_cases.REFUSED_MESSAGE)} out=NULL")
@@ -392,7 +392,7 @@ def test_library_without_its_package_returns_runtime_error(variant, runtime_runs
     result = results[variant]
     assert result.stderr == b""
     lines = stdout_lines(result)
-    assert lines[0] == "abi 3"  # works without the runtime
+    assert lines[0] == "abi 4"  # works without the runtime
     assert lines[-1] == "done"
     body = lines[1:-1]
     assert len(body) == len(calls)
@@ -415,7 +415,7 @@ def test_library_without_its_package_returns_runtime_error(variant, runtime_runs
 # The header as C and as C++, and the installed-package way of linking.
 
 HEADER_BOTH_LINES = [
-    "abi 3 header 3",
+    "abi 4 header 4",
     "build_info 0 result",
     'resolve_speculation 2 NULL len>16 truncated "--speculative w"',
     "resolve_drafter 0",
@@ -464,7 +464,7 @@ def test_header_is_self_contained_c_with_only_stdint_and_stddef():
     includes = [line.split()[1] for line in text.splitlines()
                 if line.strip().startswith("#include")]
     assert includes == ["<stddef.h>", "<stdint.h>"]
-    assert "#define TSFFI_ABI_VERSION 3u" in text
+    assert "#define TSFFI_ABI_VERSION 4u" in text
 
 
 def test_installed_package_config_flags_build_a_working_host(tmp_path):

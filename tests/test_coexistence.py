@@ -93,7 +93,7 @@ def alone(work, case_path) -> list[str]:
     result = run([host, case_path])
     assert result.returncode == 0 and result.stderr == b"", result.stderr
     lines = result.stdout.decode().splitlines()
-    assert lines[0] == "abi 3" and lines[-1] == "done" and len(lines) > 100
+    assert lines[0] == "abi 4" and lines[-1] == "done" and len(lines) > 100
     return lines
 
 

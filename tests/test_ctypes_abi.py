@@ -145,7 +145,7 @@ def test_table_constants_are_the_packages():
 # Functions that need no runtime, build info, the host's state.
 
 def test_abi_version(lib):
-    assert lib.tsffi_abi_version() == 3
+    assert lib.tsffi_abi_version() == 4
 
 
 def test_string_free_null_is_a_no_op(lib):
@@ -158,7 +158,7 @@ def test_build_info_in_a_python_host(lib, loaded):
     assert loaded.first_status == 0
     info = invoke(lib, Call("build_info", []), None)
     value = json.loads(info.out)
-    assert value["abiVersion"] == lib.tsffi_abi_version() == 3
+    assert value["abiVersion"] == lib.tsffi_abi_version() == 4
     assert value["version"] == turbospark_ffi.__version__
     assert value["python"] == platform.python_version()
     assert value["library"] == os.path.realpath(LIBRARY)

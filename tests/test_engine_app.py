@@ -42,7 +42,7 @@ APP_LINES = [
     "engine abi 41 header 41",
     "engine open: TurboSparkError 77: stand-in engine: ts_session_open",
     'engine options {"contextLength":8192,"speculation":"auto","speculativeDrafter":"auto"}',
-    "preview abi 3 header 3",
+    "preview abi 4 header 4",
     f"plan: mtp off: {DFLASH_NOTE}",
     f"refused: {REFUSAL_PREFIX}{DFLASH_NOTE}",
     "engine last error: stand-in engine: ts_session_open",

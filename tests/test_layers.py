@@ -5,22 +5,28 @@ where most of them are, for start-up time) may only name a module of a
 lower layer or its own, and the imports form no cycle. A new module fails
 here until it is given a layer.
 
-    0  errors, _value, engine_texts values and errors; the engine's own words
+    0  errors, _value, engine_texts, engine_revision
+                                    values and errors; the engine's own words
+                                    and the revision each rule follows
     1  jsontext, typed_json, rust_text, regular_file
                                     JSON text in and out, no shapes; JSON
                                     text decoded into a declared type as
                                     serde_json decodes it; Rust's texts of
                                     values; the one bounded, non-blocking
                                     open of a file the library reads
-    2  resident_index, expert_layout, model_names, store
+    2  resident_index, expert_layout, model_names, store, manifest_arch
                                     the install's files: the reader, the
-                                    layout, model names, the store's rows
-    3  policy                       the seed's types and three decisions
-    4  options, blockers            option keys to the policy's typed requests;
-                                    the engine's blocker previewed
-    5  install                      an install's snapshot (reader + layout +
-                                    blocker preview, remembered while stat()
-                                    says the files are unchanged)
+                                    layout, model names, the store's rows,
+                                    the manifest's `arch`
+    3  policy, turn                 the seed's types and three decisions; the
+                                    turn's gate
+    4  options, blockers, runner_open
+                                    option keys to the policy's typed requests;
+                                    the engine's blocker; what the runner's
+                                    open checks (dtype gates, drafter builds)
+    5  install                      an install's snapshot (manifest, reader,
+                                    layout, the open's verdicts, remembered
+                                    while stat() says the files are unchanged)
     6  plan                         the seed's flow end to end; the choices table
        store_listing                the store as tsffi_store_json lists it
     7  wire                         every JSON shape of the C ABI
@@ -39,11 +45,11 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "turbospark_ffi"
 
 LAYERS = {
-    "errors": 0, "_value": 0, "engine_texts": 0,
+    "errors": 0, "_value": 0, "engine_texts": 0, "engine_revision": 0,
     "jsontext": 1, "typed_json": 1, "rust_text": 1, "regular_file": 1,
-    "resident_index": 2, "expert_layout": 2, "model_names": 2, "store": 2,
-    "policy": 3,
-    "options": 4, "blockers": 4,
+    "resident_index": 2, "expert_layout": 2, "model_names": 2, "store": 2, "manifest_arch": 2,
+    "policy": 3, "turn": 3,
+    "options": 4, "blockers": 4, "runner_open": 4,
     "install": 5,
     "plan": 6, "store_listing": 6,
     "wire": 7,

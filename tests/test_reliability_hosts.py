@@ -76,7 +76,7 @@ def check_common(run, *, owns: bool = True) -> dict:
         assert_canary(rec)
     r = run.records
     info = r["build_info"].json()
-    assert r["build_info"].status == 0 and info["abiVersion"] == 3
+    assert r["build_info"].status == 0 and info["abiVersion"] == 4
     assert info["ownsInterpreter"] is owns
     # Each names the directory it read: the install's, as install info says.
     read = r["info"].json()["modelDir"]
@@ -315,7 +315,7 @@ def check_package_missing(run, parent: Path) -> None:
         assert "could not be imported" in rec.err, rec.err
         # the canary gets the same verdict: every later call returns it too
         assert rec.canary_status == runtime and rec.canary_out is None
-    assert run.extras["probe"].endswith("abi=3")
+    assert run.extras["probe"].endswith("abi=4")
 
 
 def test_package_missing_is_runtime_error_on_every_call(drivers, installs, tmp_path):

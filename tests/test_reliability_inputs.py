@@ -766,7 +766,7 @@ def test_functions_without_status_take_null(inputs_run):
     message = "out_json is NULL; accepts the address of a char * to receive the result"
     n = len(message)
     assert run.extras["null-probe"] == (f"len={n} nullcap={n} cap0={n} untouched=1 "
-                                        f"after_free_null={n} abi=3")
+                                        f"after_free_null={n} abi=4")
 
 
 def test_bad_inputs_never_touch_the_hosts_signals(inputs_run):

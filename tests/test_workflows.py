@@ -86,6 +86,6 @@ def test_the_macos_workflow_builds_signs_and_runs_an_app_on_the_xcframework():
     for step in ('-m turbospark_ffi bundle "$RUNNER_TEMP/mac"', "plutil -lint",
                  'swiftc -F "$slice" -framework Tsffi',
                  'sh "$RUNNER_TEMP/mac/sign.sh" - "$app/Frameworks/Tsffi.framework"',
-                 "codesign --verify --deep --strict", "grep -qx 'abi 3'",
+                 "codesign --verify --deep --strict", "grep -qx 'abi 4'",
                  "cp -R \"$RUNNER_TEMP/mac/Tsffi.xcframework\" swift/"):
         assert step in job, step

@@ -2,9 +2,9 @@
 
 The Python API is importable on its own (no C involved)::
 
-    from turbospark_ffi import speculation_plan, parse_options
-    result = speculation_plan("/models/qwen-27b", parse_options('{"speculation": 2}'))
-    table = speculation_choices("/models/qwen-27b", '{"temperature": 0.7}')
+    from turbospark_ffi import speculation_choices, speculation_plan
+    result = speculation_plan("/models/qwen-27b", '{"speculation": 2}')
+    table = speculation_choices("/models/qwen-27b", '{"tsffi": {"temperature": 0}}')
 
 Names are loaded on first use: the package also runs inside an interpreter a
 C host starts on its first call, where every import is start-up time.
@@ -23,13 +23,15 @@ _EXPORTS = {
     "MtpDraftPolicy": "policy", "DflashDraftPolicy": "policy", "DraftPolicies": "policy",
     "resolve_drafter": "policy", "draft_policies": "policy", "resolve_speculation": "policy",
     "TurbosparkError": "errors", "InvalidArgument": "errors", "JsonArgumentError": "errors",
-    "SpeculationRefused": "errors", "ResidentIndexError": "errors",
+    "SpeculationRefused": "errors", "ResidentIndexError": "errors", "OpenRefused": "errors",
     "ResidentIndex": "resident_index", "load_resident_index": "resident_index",
     "install_has_mtp_head": "resident_index", "install_has_dflash": "resident_index",
     "Options": "options", "parse_options": "options",
     "PlanResult": "plan", "speculation_plan": "plan", "install_info": "wire",
     "speculation_choices": "wire", "store_listing": "store_listing",
-    "preview_blocker": "blockers", "write_install": "install_writer",
+    "speculation_blocker": "blockers", "write_install": "install_writer",
+    "ManifestArch": "manifest_arch", "load_manifest_arch": "manifest_arch",
+    "Turn": "turn",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -82,7 +82,7 @@ def _install_keys(ffi, lib):
             path = model_dir.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:  # not a path C can be handed: no file has it
             return python_file_keys(model_dir)
-        out = new("struct tsffi_file_key[2]")
+        out = new("struct tsffi_file_key[]", lib.TSFFI_INSTALL_FILES)
         keys_of(path, out)
         return buffer(out)[:]
     return keys
@@ -159,7 +159,7 @@ def _answered(fn: int, a: bytes, b: bytes, answer, request) -> bytes:
     outcome = answer(request)
     snap = request.snapshot
     if snap.trusted and request.names_the_directory:
-        keys = _ffi.from_buffer("struct tsffi_file_key[2]", snap.key)
+        keys = _ffi.from_buffer("struct tsffi_file_key[]", snap.key)
         _lib.tsffi_cache_put(fn, a, b, keys, outcome, len(outcome))
     return outcome
 

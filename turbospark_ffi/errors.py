@@ -6,8 +6,9 @@ header's TSFFI_ERR_* number); `STATUS_OK` is TSFFI_OK. These are the one
 Python source of the numbers: `_abi.py` reports an error's own `status`, the
 choices table's per-item status and the command line's exit statuses read
 them here, and tests/test_c_abi.py holds them equal to include/tsffi.h.
-ResidentIndexError has no status: it never reaches the C boundary, since an
-unreadable index is an answer ("unknown"), not a failure.
+ResidentIndexError has no status: the seed's `resolve_drafter` reads an
+unreadable index as "unknown"; the open that follows refuses it, as
+OpenRefused.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "JsonArgumentError",
     "SpeculationRefused",
     "OptionRefused",
+    "OpenRefused",
     "ResidentIndexError",
 ]
 
@@ -96,3 +98,20 @@ class OptionRefused(TurbosparkError):
     open's refusal and ours shows the same words."""
 
     status = 2
+
+
+class OpenRefused(TurbosparkError):
+    """A failure of the engine's open that the install's files show
+    (TSFFI_ERR_REFUSED, the open's TS_ERR_OPEN): not a directory, the
+    manifest's `arch`, the resident index, the index-wide dtype gates, the
+    drafter state built at open (TURBOSPARK_FACTS.md sections 10-12). The
+    message is the open's own, bare, byte for byte. `stage` names where the
+    open stopped ("directory", "manifest", "index", "dtypeGate", "mtpBuild",
+    "dflashBuild"), for a front end that labels it without reading the words.
+    """
+
+    status = 2
+
+    def __init__(self, message: str, *, stage: str) -> None:
+        super().__init__(message)
+        self.stage = stage

@@ -1,10 +1,13 @@
-"""One install as the policy sees it -- its resident index and its expert
-layout -- read once and reused while the files are unchanged.
+"""One install as the engine's open reads it -- the manifest's `arch`, the
+resident index, and (for install info) the expert layout -- read once and
+reused while the files are unchanged. Data only: what the files say, and
+the open's verdicts on them that depend on nothing else (its refusal of the
+install, the drafter state it would build); every decision is plan.py's.
 
 A GUI re-plans every time the user touches a control. Reading and validating
 the index costs tens of microseconds to milliseconds; proving it unchanged
-costs two `stat()` calls (about 1.5 us each here). So a snapshot is keyed by
-what `stat` says of both files, and any change to either -- replaced,
+costs three `stat()` calls (about 1.5 us each here). So a snapshot is keyed by
+what `stat` says of its files, and any change to one -- replaced,
 rewritten, truncated, touched, made a symlink elsewhere -- is a new key and a
 fresh read.
 
@@ -14,7 +17,8 @@ the previous write can keep size and mtime. As git does with its index, a
 snapshot whose files were modified within `RACY_WINDOW_NS` of being read is
 not trusted, and is re-read on every call until the files have aged.
 
-The key is `struct tsffi_file_key[2]` of src/tsffi_embed.c, as bytes: the
+The key is `struct tsffi_file_key[TSFFI_INSTALL_FILES]` of src/tsffi_embed.c
+(one per file of `LEAVES`, in that order), as bytes: the
 library's warm path compares exactly these bytes, so inside the library the
 key is the library's own (`use_native_keys`: tsffi_install_keys, the one
 computation of it there) and an answer is offered to the warm path under the
@@ -29,22 +33,23 @@ import os
 import sys
 import time
 
-from .blockers import Blocker, preview_blocker
-from .errors import ResidentIndexError, SpeculationRefused, TurbosparkError
-from .expert_layout import (LAYOUT_PATH, REASON_UNREADABLE_LAYOUT, ExpertLayout,
-                            load_expert_layout)
+from .errors import OpenRefused, ResidentIndexError, SpeculationRefused, TurbosparkError
+from .expert_layout import LAYOUT_PATH, ExpertLayout, load_expert_layout
+from .manifest_arch import MANIFEST_NAME, ManifestArch, load_manifest_arch
 from .policy import DrafterChoice, SpeculativeDrafter, resolve_drafter
 from .regular_file import RACY_WINDOW_NS  # one window for every reader's cache
-from .resident_index import REASON_UNREADABLE_INDEX, ResidentIndex, load_resident_index
+from .resident_index import ResidentIndex, load_resident_index
 
 __all__ = ["InstallSnapshot", "snapshot", "clear_cache", "use_native_keys", "file_keys",
-           "keys_in_use", "python_file_keys",
+           "keys_in_use", "python_file_keys", "LEAVES",
            "MAX_CACHED_INSTALLS", "MAX_MEMO", "RACY_WINDOW_NS"]
 
 MAX_CACHED_INSTALLS = 64
 MAX_MEMO = 256  # derived answers kept per snapshot
 
-_LEAVES = ("model_weights.bin", LAYOUT_PATH)
+# The files an install's answers depend on, in the key's order (the C side's
+# tsffi_install_keys stats the same three).
+LEAVES = ("model_weights.bin", LAYOUT_PATH, MANIFEST_NAME)
 # struct tsffi_file_key: ok, dev, ino, size, mtime_ns, ctime_ns, mode (int64 each).
 _FIELDS = 7
 _U64 = 1 << 64
@@ -55,7 +60,7 @@ def python_file_keys(model_dir: str) -> bytes:
     """What tsffi_install_keys writes, from os.stat: per file its fields, or
     ok 0 with the errno in dev when stat() fails."""
     values: list[int] = []
-    for leaf in _LEAVES:
+    for leaf in LEAVES:
         try:
             s = os.stat(os.path.join(model_dir, leaf))
         except OSError as exc:
@@ -102,31 +107,88 @@ def _newest_time(key: bytes) -> int:
 
 
 class InstallSnapshot:
-    """What the files of one install said when they were read. Derived answers
-    (the drafter choice per request, the blocker preview per drafter, and
-    whatever `memo` is given) are remembered on the snapshot, so they share
-    its lifetime and its validity."""
+    """What the files of one install said when they were read: the manifest's
+    architecture (or the open's refusal of it), the resident index (or the
+    reader's error), and the expert layout, read when install info first
+    asks. Derived answers (the drafter choice per request, the open's
+    verdicts, and whatever `memo` is given) are remembered on the snapshot,
+    so they share its lifetime and its validity."""
 
-    __slots__ = ("model_dir", "key", "trusted", "index", "index_error", "layout",
-                 "layout_error", "_memo", "__weakref__")
+    __slots__ = ("model_dir", "key", "trusted", "arch", "arch_error", "index", "index_error",
+                 "_layout", "_memo", "__weakref__")
 
     def __init__(self, model_dir: str, key: bytes, trusted: bool) -> None:
         self.model_dir = model_dir
         self.key = key
         self.trusted = trusted
+        self.arch: ManifestArch | None = None
+        self.arch_error: OpenRefused | None = None
         self.index: ResidentIndex | None = None
         self.index_error: ResidentIndexError | None = None
-        self.layout: ExpertLayout | None = None
-        self.layout_error: TurbosparkError | None = None
+        self._layout: tuple | None = None
         self._memo: dict = {}
         try:
-            self.index = load_resident_index(os.path.join(model_dir, _LEAVES[0]))
+            self.arch = load_manifest_arch(model_dir)
+        except OpenRefused as exc:
+            self.arch_error = exc.with_traceback(None)
+        try:
+            self.index = load_resident_index(os.path.join(model_dir, LEAVES[0]))
         except ResidentIndexError as exc:
             self.index_error = exc
+
+    @property
+    def layout(self) -> ExpertLayout | None:
+        """`packed_experts/layout.json` (None: unreadable, `layout_error`
+        says why). Read on first use: no decision reads it (the engine's
+        blockers take the expert count from the manifest), only install info."""
+        if self._layout is None:
+            try:
+                self._layout = (load_expert_layout(self.model_dir), None)
+            except TurbosparkError as exc:
+                self._layout = (None, exc)
+        return self._layout[0]
+
+    @property
+    def layout_error(self) -> TurbosparkError | None:
+        self.layout  # noqa: B018 - reads it on first use
+        return self._layout[1]
+
+    def open_refusal(self) -> OpenRefused | None:
+        """The first failure of the engine's open that these files show,
+        before any drafter is built, in the open's order (TURBOSPARK_FACTS.md
+        section 10): the manifest's `arch`, then the resident index, then the
+        index-wide dtype gates. None when the open gets past them."""
+        return self.memo(("open-refusal",), self._open_refusal)
+
+    def _open_refusal(self) -> OpenRefused | None:
+        if self.arch_error is not None:
+            return self.arch_error
+        if self.index_error is not None:
+            return OpenRefused(str(self.index_error), stage="index")
+        from .runner_open import check_dtype_gates
         try:
-            self.layout = load_expert_layout(model_dir)
-        except TurbosparkError as exc:
-            self.layout_error = exc
+            check_dtype_gates(self.index)
+        except OpenRefused as exc:
+            return exc.with_traceback(None)
+        return None
+
+    def builds(self, drafter: SpeculativeDrafter, fixed: bool) -> bool:
+        """Whether the open builds `drafter`'s state (MTP or DFLASH) under an
+        Auto (`fixed` False) or Fixed policy; raises OpenRefused (a fresh
+        one each time) when that build fails. Only for an install the open
+        gets past (`open_refusal()` is None)."""
+        outcome = self.memo(("builds", drafter, fixed), self._builds, drafter, fixed)
+        if isinstance(outcome, OpenRefused):
+            raise outcome.again()
+        return outcome
+
+    def _builds(self, drafter: SpeculativeDrafter, fixed: bool):
+        from .runner_open import build_dflash, build_mtp
+        build = build_dflash if drafter is SpeculativeDrafter.DFLASH else build_mtp
+        try:
+            return build(self.index, self.arch, fixed)
+        except OpenRefused as exc:
+            return exc.with_traceback(None)
 
     def memo(self, key, compute, *args):
         """`compute(*args)`, remembered under `key` for this snapshot's
@@ -155,19 +217,6 @@ class InstallSnapshot:
         """`policy.resolve_drafter` on this install's index, remembered."""
         return self.memo(("drafter", requested), resolve_drafter, requested, self.index)
 
-    def blocker_preview(self, drafter: SpeculativeDrafter) -> Blocker | None:
-        """The engine's blocker as far as the files can tell
-        (`blockers.preview_blocker`), remembered. An unreadable index or
-        layout has no preview: the engine's open would fail on it, so the
-        reason is the reader's own error."""
-        return self.memo(("preview", drafter), self._preview, drafter)
-
-    def _preview(self, drafter: SpeculativeDrafter) -> Blocker | None:
-        if self.index_error is not None:
-            return Blocker(REASON_UNREADABLE_INDEX, str(self.index_error))
-        if self.layout_error is not None:
-            return Blocker(REASON_UNREADABLE_LAYOUT, str(self.layout_error))
-        return preview_blocker(self.index, self.layout.experts_per_layer, drafter)
 
 
 _cache: dict[str, InstallSnapshot] = {}

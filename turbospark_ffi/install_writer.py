@@ -6,8 +6,12 @@ sample installs that ship with the package: one writer, so the fixtures of the
 three cannot drift apart. What it writes is what docs/ENGINE.md sections 1 and 2 say the
 engine writes and reads: the 24-byte header, 72-byte entries, one string table,
 `indexSize` padded to 16,384 bytes and zero-filled, payloads inside the
-resident region, a manifest with a SHA-256 per file, and
-`packed_experts/layout.json` (dense: no layers, 0 experts).
+resident region, a manifest with a SHA-256 per file and the model's `arch`
+(TURBOSPARK_FACTS.md section 11: what the engine's open reads first, here
+consistent with the index: the layers, which of them are full attention, the
+routed experts), and `packed_experts/layout.json` (dense: no layers, 0
+experts). A DFlash2 drafter is written in the published drafter's shapes
+for that `arch`, so the open would build it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ __all__ = [
     "DFLASH_TENSORS",
     "TensorSpec",
     "trunk_tensors",
+    "mtp_tensors",
+    "dflash_tensors",
+    "arch_for",
+    "manifest_json",
     "encode_index",
     "write_install",
     "SAMPLE_SHAPES",
@@ -49,16 +57,19 @@ INDEX_ALIGNMENT = 16_384
 
 
 class TensorSpec:
-    """One resident tensor to write: its name, dtype tag and payload size."""
+    """One resident tensor to write: its name, dtype tag, payload size and
+    shape (rank padded to 4; default `(size, 1, 1, 1)`)."""
 
-    __slots__ = ("name", "dtype", "size", "quantized")
+    __slots__ = ("name", "dtype", "size", "quantized", "shape")
 
-    def __init__(self, name: str, dtype: int = 1, size: int = 32, quantized: bool = False):
+    def __init__(self, name: str, dtype: int = 1, size: int = 32, quantized: bool = False,
+                 shape: tuple[int, int, int, int] | None = None):
         self.name = name
         self.dtype = dtype
         self.size = size
         # Quantised tensors carry scale and bias planes, as INT4 affine does.
         self.quantized = quantized
+        self.shape = (size, 1, 1, 1) if shape is None else tuple(shape)
 
 
 def trunk_tensors(*, layers: int = 4, full_attention_every: int = 4, moe: bool = False,
@@ -92,6 +103,95 @@ def trunk_tensors(*, layers: int = 4, full_attention_every: int = 4, moe: bool =
     return out
 
 
+# The dense 27B's architecture (FACTS section 11's example), the numbers an
+# install's `arch` carries unless told otherwise.
+HIDDEN_SIZE = 5120
+VOCAB_SIZE = 248320
+_ARCH_BASE = {
+    "hiddenSize": HIDDEN_SIZE, "ffnIntermediate": 17408, "moeIntermediateSize": 0,
+    "numHeads": 24, "numKVHeads": 4, "numFullKVHeads": 4, "headDim": 256, "fullHeadDim": 256,
+    "vocabSize": VOCAB_SIZE, "slidingWindow": 0, "finalLogitSoftcap": 0.0,
+    "ropeTheta": 10000000.0, "fullRopeTheta": 10000000.0, "partialRotaryFactor": 0.25,
+    "topKExperts": 0, "tieWordEmbeddings": False, "attentionKEqV": False,
+    "hiddenActivation": "silu",
+}
+_TRUNK_LAYER = "language_model.model.layers."
+
+
+def arch_for(names, *, layers: int = 0, experts: int = 0, family: str | None = None,
+             vision_depth: int = 0, hidden_size: int = HIDDEN_SIZE,
+             vocab_size: int = VOCAB_SIZE) -> dict:
+    """A manifest `arch` consistent with an index holding `names`: `numLayers`
+    the larger of `layers` and the trunk layers named, each layer full
+    attention (1) when it has `self_attn` tensors and linear (2) otherwise,
+    `numExperts` the routed experts, the family `qwen36` for MoE and `qwen35`
+    for dense unless told."""
+    full: set[int] = set()
+    highest = -1
+    for name in names:
+        if name.startswith(_TRUNK_LAYER):
+            number, _, rest = name[len(_TRUNK_LAYER):].partition(".")
+            if number.isascii() and number.isdigit() and len(number) < 6:
+                layer = int(number)
+                highest = max(highest, layer)
+                if rest.startswith("self_attn."):
+                    full.add(layer)
+    count = max(layers, highest + 1)
+    arch = {"family": family or ("qwen36" if experts else "qwen35"), **_ARCH_BASE,
+            "hiddenSize": hidden_size, "vocabSize": vocab_size, "numLayers": count,
+            "numExperts": experts, "topKExperts": 8 if experts else 0,
+            "fullAttentionLayerMask": [1 if i in full else 2 for i in range(count)]}
+    if vision_depth:
+        arch["visionDepth"] = vision_depth
+    return arch
+
+
+def mtp_tensors(names: tuple[str, ...] = MTP_HEAD_TENSORS) -> list[TensorSpec]:
+    """The MTP head (or the named part of it): the open checks only that its
+    15 names are present."""
+    return [TensorSpec(n, 4, 64, True) if n.endswith("proj.weight") or n == "mtp.fc.weight"
+            else TensorSpec(n) for n in names]
+
+
+def dflash_tensors(names: tuple[str, ...] = DFLASH_TENSORS, *, hidden_size: int = HIDDEN_SIZE,
+                   vocab_size: int = VOCAB_SIZE) -> list[TensorSpec]:
+    """The DFlash2 drafter (or the named part of it) in the published
+    drafter's shapes for a trunk of `hidden_size` and `vocab_size` (FACTS
+    section 12): 5 layers, 5 aux states, head_dim 128, q 4096, k 1024, ffn
+    17408, codebooks of rank 256, convolutions of 4 * H/16 rows."""
+    h, v = hidden_size, vocab_size
+    rank, q, k, g, head_dim = 256, 4096, 1024, 17408, 128
+    shapes = {
+        "dflash.fc.weight": (h, 5 * h), "dflash.hidden_norm.weight": (h, 1),
+        "dflash.norm.weight": (h, 1),
+        "dflash.candidate_selector.hidden_projection.weight": (rank, h),
+        "dflash.candidate_selector.predecessor_codebook": (v, rank),
+        "dflash.candidate_selector.successor_codebook": (v, rank),
+    }
+    layer_shapes = {
+        "attention_conv.base_kernel": (2, 2, h, 1),
+        "attention_conv.kernel_projection.weight": (4 * (h // 16), h),
+        "mlp_conv.base_kernel": (2, 2, h, 1),
+        "mlp_conv.kernel_projection.weight": (4 * (h // 16), h),
+        "input_layernorm.weight": (h, 1), "post_attention_layernorm.weight": (h, 1),
+        "self_attn.q_proj.weight": (q, h), "self_attn.k_proj.weight": (k, h),
+        "self_attn.v_proj.weight": (k, h), "self_attn.o_proj.weight": (h, q),
+        "self_attn.q_norm.weight": (head_dim, 1), "self_attn.k_norm.weight": (head_dim, 1),
+        "mlp.gate_proj.weight": (g, h), "mlp.up_proj.weight": (g, h),
+        "mlp.down_proj.weight": (h, g),
+    }
+    out = []
+    for name in names:
+        leaf = name.split(".", 3)[3] if name.startswith("dflash.layers.") else None
+        dims = layer_shapes.get(leaf) if leaf is not None else shapes.get(name)
+        dims = tuple(dims or (32,)) + (1,) * (4 - len(dims or (32,)))
+        # The engine reads head_dim off the norm's size in bytes (BF16: 2 each).
+        size = 2 * head_dim if leaf in ("self_attn.q_norm.weight", "self_attn.k_norm.weight") \
+            else 32
+        out.append(TensorSpec(name, 1, size, shape=dims))
+    return out
+
+
 def encode_index(tensors: list[TensorSpec], *, alignment: int = INDEX_ALIGNMENT,
                  resident_size: int | None = None) -> tuple[bytes, int]:
     """The index region's bytes (header, entries, names, padding) and the size
@@ -113,7 +213,7 @@ def encode_index(tensors: list[TensorSpec], *, alignment: int = INDEX_ALIGNMENT,
             data_at += 8
             bias = (data_at, 8)
             data_at += 8
-        shape = (t.size, 1, 1, 1)
+        shape = t.shape
         entries += name_at.to_bytes(4, "little") + len(name).to_bytes(2, "little")
         entries += bytes((t.dtype, 0))
         for v in payload:
@@ -140,14 +240,17 @@ def write_install(model_dir: str | os.PathLike, *, mtp: bool = False, dflash: bo
                   full_attention_every: int = 4, mtp_tensors: tuple[str, ...] | None = None,
                   dflash_tensors: tuple[str, ...] | None = None,
                   extra_entries: int = 0, resident_size: int | None = None,
-                  expert_layers: int | None = None, manifest: bool = True) -> Path:
+                  expert_layers: int | None = None, manifest: bool = True,
+                  family: str | None = None, vision_depth: int = 0) -> Path:
     """Write an install into `model_dir` (created if needed) and return its path.
 
     `mtp`/`dflash` add the full drafter; `mtp_tensors`/`dflash_tensors` write
     only the named subset (a partial drafter). `experts` > 0 makes it a MoE
-    install whose layout routes to that many experts per layer.
+    install whose manifest and layout route to that many experts per layer.
     `resident_size` larger than the payloads need makes a sparse file of that
-    size (the tensor data region is never read by the policy).
+    size (the tensor data region is never read by the policy). `manifest`
+    False writes none (the open refuses such an install); `family` and
+    `vision_depth` go into its `arch`.
     """
     model_dir = Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
@@ -156,12 +259,9 @@ def write_install(model_dir: str | os.PathLike, *, mtp: bool = False, dflash: bo
     for k in range(extra_entries):
         tensors.append(TensorSpec(f"language_model.model.extra.{k}.weight"))
     if mtp or mtp_tensors:
-        chosen = MTP_HEAD_TENSORS if mtp else mtp_tensors
-        tensors += [TensorSpec(n, 4, 64, True) if n.endswith("proj.weight") or n == "mtp.fc.weight"
-                    else TensorSpec(n) for n in chosen]
+        tensors += mtp_tensors_of(MTP_HEAD_TENSORS if mtp else mtp_tensors)
     if dflash or dflash_tensors:
-        chosen = DFLASH_TENSORS if dflash else dflash_tensors
-        tensors += [TensorSpec(n, 1, 32) for n in chosen]
+        tensors += dflash_tensors_of(DFLASH_TENSORS if dflash else dflash_tensors)
     region, resident = encode_index(tensors, resident_size=resident_size)
     weights = model_dir / "model_weights.bin"
     with open(weights, "wb") as f:
@@ -174,8 +274,16 @@ def write_install(model_dir: str | os.PathLike, *, mtp: bool = False, dflash: bo
     layout_path.write_bytes(expert_layout_json(experts, layers if expert_layers is None
                                                else expert_layers))
     if manifest:
-        _write_manifest(model_dir, [weights, layout_path])
+        arch = arch_for([t.name for t in tensors], layers=layers, experts=experts,
+                        family=family, vision_depth=vision_depth)
+        _write_manifest(model_dir, [weights, layout_path], arch, experts=experts,
+                        layers=layers if experts else 0)
     return model_dir
+
+
+# write_install's parameters shadow the two builders' names.
+mtp_tensors_of = mtp_tensors
+dflash_tensors_of = dflash_tensors
 
 
 def expert_layout_json(experts: int, layers: int) -> bytes:
@@ -203,7 +311,20 @@ def expert_layout_json(experts: int, layers: int) -> bytes:
     return "".join(parts).encode()
 
 
-def _write_manifest(model_dir: Path, files: list[Path]) -> None:
+def manifest_json(arch: object, files: dict | None = None, *, experts: int = 0,
+                  layers: int = 0, model_id: str = "local/test") -> str:
+    """A whole `manifest.json` the engine's open accepts: its magic and
+    version, flags, model id, `arch`, files, and the expert counts."""
+    return json.dumps(
+        {"magic": "GTURBO", "versionMajor": 1, "versionMinor": 0, "flags": {},
+         "modelID": model_id, "arch": arch, "files": files or {},
+         "expertsPerLayer": experts, "numLayers": layers,
+         "expertStride": 3 * 4096 if experts else 0},
+        indent=2) + "\n"
+
+
+def _write_manifest(model_dir: Path, files: list[Path], arch: dict, *, experts: int = 0,
+                    layers: int = 0) -> None:
     entries = {}
     for path in files:
         digest = hashlib.sha256()
@@ -218,9 +339,8 @@ def _write_manifest(model_dir: Path, files: list[Path]) -> None:
                 digest.update(chunk)
         entries[str(path.relative_to(model_dir))] = {"size": size,
                                                      "sha256": digest.hexdigest()}
-    (model_dir / "manifest.json").write_text(json.dumps(
-        {"magic": "GTURBO", "versionMajor": 1, "versionMinor": 0, "files": entries},
-        indent=2, sort_keys=True) + "\n")
+    (model_dir / "manifest.json").write_text(manifest_json(arch, entries, experts=experts,
+                                                          layers=layers))
 
 
 # The four install shapes the policy tells apart, at the real dense 27B's

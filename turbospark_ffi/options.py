@@ -6,7 +6,7 @@ The open's option stage, in the order a text meets it:
 
 1. NULL or "" = all defaults; text that is not UTF-8: status 1.
 2. serde's decoding into the open's `#[derive(Deserialize)]
-   #[serde(default, rename_all = "camelCase")]` struct of the 16 keys of
+   #[serde(default, rename_all = "camelCase")]` struct of the 18 keys of
    `OPTION_TABLE` (typed_json: unknown keys skipped at any depth and size, a
    known key twice refused, null = absent, a top-level array read
    positionally): any failure is status 4, "options: " + serde's text.
@@ -18,19 +18,22 @@ The open's option stage, in the order a text meets it:
 Then this library's own inputs, which the open never reads, come from one
 namespaced object the engine ignores like any unknown key:
 
-    "tsffi": {"engineBlocker": string | null, "temperature": number | null}
+    "tsffi": {"engineBlocker": string | null, "temperature": number | null,
+              "lowPowerMode": bool | null}
 
 read strictly (an unknown key, a wrong type, a key twice: status 1, the
 message naming the key, what it got and what it accepts). `engineBlocker`:
 a non-empty string without NUL or lone surrogate (the engine's reason),
 null (the engine reported none), absent (preview the install).
-`temperature`: a finite number >= 0, absent or null = the open's own
-assumption, deterministic decoding.
+`temperature`: the TURN's temperature, a finite number >= 0, absent or null =
+the engine binding's default 0.2 (the session is decided as the open decides
+it, greedy assumed, whatever this says: turn.py). `lowPowerMode`: the OS's Low
+Power Mode, which an absent `powerProfile` resolves from (absent: false).
 
 Every other top-level key is ignored, as the open ignores it, and listed in
 `ignored_keys` (serde refuses a key holding a lone surrogate; one that got
 through would be shown as U+FFFD, so every result stays text Swift's
-decoders accept); a near-miss of one of the 16 keys, and a top-level
+decoders accept); a near-miss of one of the 18 keys, and a top-level
 `temperature` or `engineBlocker` (which moved into "tsffi" in ABI 3), gets a
 warning string too -- a hint, never a refusal, since the open accepts them.
 """
@@ -51,7 +54,7 @@ __all__ = ["OPTION_TABLE", "OPTION_KEYS", "MAPPING_ORDER", "TSFFI_KEY", "TSFFI_K
 # (status 1) before any of it is decoded.
 MAX_OPTIONS_BYTES = 16 << 20
 TSFFI_KEY = "tsffi"
-TSFFI_KEYS = ("engineBlocker", "temperature")
+TSFFI_KEYS = ("engineBlocker", "temperature", "lowPowerMode")
 
 _EXPERT_CACHE_SLOTS = (8, 16, 24, 32, 48, 64, 96, 128)
 _LOAD_GUARD_TIERS = ("off", "relaxed", "balanced", "strict")
@@ -107,7 +110,10 @@ def _count(value: object, messages: tuple[str, ...]) -> int | None:
 
 
 def _map_max_context(value: object, messages: tuple[str, ...]) -> None:
-    _count(value, messages)
+    # A resolved 0 is refused since 0a45c54 (an absent or "auto" context is
+    # never 0).
+    if _count(value, messages) == 0:
+        raise _refuse(messages[2])
 
 
 def _map_expert_cache_slots(value: object, messages: tuple[str, ...]) -> None:
@@ -218,19 +224,25 @@ class _Key:
 
 _COUNT_MESSAGES = ("{name} must be a non-negative integer, got {{v}}",
                    '{name} must be a number or "auto", got {{v}}')
+_EXPERT_RESIDENCIES = ("auto", "streamed", "mapped")
 
 
 def _counted(name: str) -> tuple[str, ...]:
     return tuple(message.format(name=name) for message in _COUNT_MESSAGES)
 
 
-# The open's 16 keys in declaration order, which is also the positional
-# order of a top-level array (TURBOSPARK_FACTS.md section 10 item 3).
+# The open's 18 keys (revision 0a45c54) in declaration order, which is also
+# the positional order of a top-level array (TURBOSPARK_FACTS.md section 10).
 OPTION_TABLE = (
-    _Key("maxContext", "ANY", _map_max_context, *_counted("maxContext")),
+    _Key("maxContext", "ANY", _map_max_context, *_counted("maxContext"),
+         'maxContext must be at least 1, or "auto"'),
     _Key("expertCacheSlots", "ANY", _map_expert_cache_slots, *_counted("expertCacheSlots"),
          'expertCacheSlots must be "auto" or one of [8, 16, 24, 32, 48, 64, 96, 128], '
          "got {n}"),
+    # Exact spellings: whether the engine forgives case or whitespace is not
+    # established (FACTS section 10), so nothing is forgiven.
+    _Key("expertResidency", "STRING", _one_of(_EXPERT_RESIDENCIES, False),
+         "expertResidency must be auto, streamed or mapped, got {s}"),
     _Key("powerProfile", "STRING", _one_of(_POWER_PROFILES, False),
          "powerProfile must be performance, balanced or efficiency, got {s}"),
     _Key("loadGuard", "ANY", _map_load_guard,
@@ -258,12 +270,13 @@ OPTION_TABLE = (
     _Key("visionSidecar", "STRING", None),
     _Key("kvBits", "STRING", _one_of(_KV_BITS, True),
          "kvBits must be off, 2, 3, 3.5 or 4, got {s}"),
+    _Key("prefixReuse", "BOOL", None),
 )
 OPTION_KEYS = tuple(key.name for key in OPTION_TABLE)
 _BY_NAME = {key.name: key for key in OPTION_TABLE}
 # The open maps its options in this order (FACTS section 10 item 4); the
 # first failure is its answer, so with two bad options this names the same.
-MAPPING_ORDER = ("maxContext", "expertCacheSlots", "loadGuard", "speculation",
+MAPPING_ORDER = ("maxContext", "expertCacheSlots", "expertResidency", "loadGuard", "speculation",
                  "speculativeDrafter", "steeringMode", "steeringScale", "steeringTarget",
                  "steeringGate", "steeringLayers", "powerProfile", "kvBits")
 _STEERING_EXTRAS = ("steeringMode", "steeringScale", "steeringLayers", "steeringTarget",
@@ -274,7 +287,9 @@ STEERING_WITHOUT_PATH = "steering options given without a steering vector path"
 def map_options(fields: dict) -> tuple[Speculation, SpeculativeDrafter]:
     """The open's mapping of decoded `fields` (typed_json's StructValue.fields:
     present, non-null keys): the speculation and drafter asked for, or
-    OptionRefused with the first failure's message."""
+    OptionRefused with the first failure's message. (What else the preview
+    reads of the open's keys -- the turn's rate control, the vision sidecar
+    -- `Options` takes from `fields` as decoded.)"""
     mapped: dict[str, object] = {}
     for name in MAPPING_ORDER:
         value = fields.get(name)
@@ -317,10 +332,13 @@ class _Absent:
 ABSENT = _Absent()
 """`tsffi.engineBlocker` not given at all (as opposed to null)."""
 
-_TSFFI_ACCEPTS = 'an object with the keys "engineBlocker" and "temperature", or null'
+_TSFFI_ACCEPTS = ('an object with the keys "engineBlocker", "temperature" and "lowPowerMode", '
+                  'or null')
 _BLOCKER_ACCEPTS = ("a non-empty string without NUL characters or lone surrogates (the "
                     "engine's reason), or null (the engine reported none)")
-_TEMPERATURE_ACCEPTS = "a finite number >= 0, or null (deterministic decoding)"
+_TEMPERATURE_ACCEPTS = ("a finite number >= 0, or null (the engine binding's default "
+                        "temperature, 0.2)")
+_LOW_POWER_ACCEPTS = "true or false (the OS's Low Power Mode), or null (false)"
 
 
 def _show(value: object) -> str:
@@ -328,13 +346,13 @@ def _show(value: object) -> str:
     return show_value(replace_lone_surrogates(value) if type(value) is str else value)
 
 
-def read_tsffi(raw: str | None) -> tuple[float | None, object]:
-    """(temperature, engine blocker) from the raw text of the "tsffi" value
-    (None: not given), or InvalidArgument naming what was wrong."""
+def read_tsffi(raw: str | None) -> tuple[float | None, object, bool]:
+    """(temperature, engine blocker, low power mode) from the raw text of the
+    "tsffi" value (None: not given), or InvalidArgument naming what was wrong."""
     if raw is None:
-        return None, ABSENT
+        return None, ABSENT, False
     if raw.strip(" \t\n\r") == "null":
-        return None, ABSENT
+        return None, ABSENT, False
     from .jsontext import parse_json_object
     try:
         value = parse_json_object(raw, TSFFI_KEY)
@@ -350,7 +368,17 @@ def read_tsffi(raw: str | None) -> tuple[float | None, object]:
                                   option=f"{TSFFI_KEY}.{key}")
         given[key] = item
     return (_temperature(given.get("temperature")),
-            _engine_blocker(given["engineBlocker"]) if "engineBlocker" in given else ABSENT)
+            _engine_blocker(given["engineBlocker"]) if "engineBlocker" in given else ABSENT,
+            _low_power_mode(given.get("lowPowerMode")))
+
+
+def _low_power_mode(value: object) -> bool:
+    if value is None:
+        return False
+    if value is True or value is False:
+        return value
+    raise InvalidArgument(f"{TSFFI_KEY}.lowPowerMode: got {_show(value)}; accepts "
+                          f"{_LOW_POWER_ACCEPTS}", option=f"{TSFFI_KEY}.lowPowerMode")
 
 
 def _temperature(value: object) -> float | None:
@@ -492,24 +520,52 @@ def _warnings(ignored: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(hints)
 
 
+def _sidecar_warnings(sidecar: str | None) -> tuple[str, ...]:
+    """What the preview cannot know of a vision sidecar, said rather than
+    guessed silently: the open attaches it after reading the install."""
+    if sidecar is None:
+        return ()
+    if sidecar == "auto":
+        return ('visionSidecar "auto": the open looks in the store for an installed vision '
+                "tower that pairs with this trunk, which this preview does not; it previews "
+                "a text-only session (a tower that attaches makes the verify pass "
+                "vision-blind, and speculation off)",)
+    return (f"visionSidecar {_show(sidecar)}: this preview takes the tower to attach (the "
+            "open loads it after the install, and fails if it cannot), so the verify pass "
+            "is vision-blind and speculation off",)
+
+
 # ---------------------------------------------------------------------------
 # The request.
 
 class Options(Value):
+    """What one options text asks, as far as the preview reads it: the open's
+    `speculation` and `speculativeDrafter`; what the turn's gate reads of the
+    open's keys (`maxTokensPerSec` given at all, `powerProfile`) and of the
+    "tsffi" object (the turn's `temperature`, None: not given; the OS's
+    `low_power_mode`); `vision_sidecar`; the engine's blocker when the host
+    has it; and what the text said beside them (ignored keys, warnings)."""
+
     __slots__ = ("speculation", "drafter", "temperature", "engine_blocker", "ignored_keys",
-                 "warnings")
+                 "warnings", "rate_capped", "power_profile", "low_power_mode",
+                 "vision_sidecar")
 
     def __init__(self, speculation: Speculation = Speculation.AUTO,
                  drafter: SpeculativeDrafter = SpeculativeDrafter.AUTO,
                  temperature: float | None = None, engine_blocker: object = ABSENT,
-                 ignored_keys: tuple[str, ...] = (), warnings: tuple[str, ...] = ()) -> None:
+                 ignored_keys: tuple[str, ...] = (), warnings: tuple[str, ...] = (), *,
+                 rate_capped: bool = False, power_profile: str | None = None,
+                 low_power_mode: bool = False, vision_sidecar: str | None = None) -> None:
         self._init(speculation=speculation, drafter=drafter, temperature=temperature,
                    engine_blocker=engine_blocker, ignored_keys=ignored_keys,
-                   warnings=warnings)
+                   warnings=warnings, rate_capped=rate_capped, power_profile=power_profile,
+                   low_power_mode=low_power_mode, vision_sidecar=vision_sidecar)
 
     @property
     def deterministic(self) -> bool:
-        """Absent temperature is the open-time decision, which assumes greedy."""
+        """The original module's `deterministic` for `tsffi_resolve_speculation`
+        (the engine CLI's rule): an absent temperature is the open-time
+        decision, which assumes greedy. The open itself always assumes it."""
         return self.temperature is None or self.temperature == 0
 
 
@@ -581,11 +637,15 @@ def _parse(raw: bytes | str, what: str) -> Options:
         decoded = decode(text, _open_options(), capture=_CAPTURE)
     except TypedJsonError as exc:
         raise JsonArgumentError(f"options: {exc.text}") from None
-    speculation, drafter = map_options(decoded.fields)
-    temperature, engine_blocker = read_tsffi(decoded.captured.get(TSFFI_KEY))
+    fields = decoded.fields
+    speculation, drafter = map_options(fields)
+    temperature, engine_blocker, low_power_mode = read_tsffi(decoded.captured.get(TSFFI_KEY))
     ignored = tuple(map(replace_lone_surrogates, decoded.unknown_keys))
     return Options(speculation, drafter, temperature, engine_blocker, ignored,
-                   _warnings(ignored))
+                   _warnings(ignored) + _sidecar_warnings(fields.get("visionSidecar")),
+                   rate_capped="maxTokensPerSec" in fields,
+                   power_profile=fields.get("powerProfile"), low_power_mode=low_power_mode,
+                   vision_sidecar=fields.get("visionSidecar"))
 
 
 _CAPTURE = frozenset({TSFFI_KEY})

@@ -1,8 +1,15 @@
-"""The original module's flow end to end, for a host: resolve the drafter, derive the
-draft policies, take the blocker, resolve speculation; the settings pane's
-table of every choice, each a plan; and `request`, the one way every entry
-point -- the C ABI and the command line alike -- turns a model_dir and an
-options text into the install and the options those are computed for.
+"""The engine's open end to end, for a host, in the open's order
+(TURBOSPARK_FACTS.md section 10): the options (options.py), the directory,
+the manifest's `arch`, the resident index and its dtype gates (the
+install's snapshot), then the original module's flow -- resolve the drafter,
+derive the draft policies -- the drafter state the open builds
+(runner_open.py), the blocker, and speculation resolved as the open resolves
+it, greedy decoding assumed; then the turn the host sends (turn.py). Every
+failure of the open the files show is a refusal with the open's status and
+message (OpenRefused), never a reason. Also the settings pane's table of
+every choice, each a plan; and `request`, the one way every entry point --
+the C ABI and the command line alike -- turns a model_dir and an options
+text into the install and the options those are computed for.
 """
 
 from __future__ import annotations
@@ -10,14 +17,16 @@ from __future__ import annotations
 import os
 
 from ._value import Value
-from .errors import SpeculationRefused
+from .blockers import speculation_blocker
+from .engine_texts import NOT_A_DIRECTORY
+from .errors import OpenRefused, SpeculationRefused
 from .install import InstallSnapshot, snapshot
 from .model_names import check_model_dir, resolve_model_name
 from .options import ABSENT, DEFAULT_OPTIONS, Options, allowed_block, parse_options
 from .policy import (ALLOWED_SPECULATION_BLOCKS, REASON_DFLASH_OPT_IN, REASON_ENGINE,
-                     REASON_SAMPLED, SAMPLED_BLOCK_DRAFTER_REASON, DraftPolicies,
-                     DrafterChoice, Speculation, SpeculationPlan, SpeculativeDrafter,
-                     draft_policies, resolve_speculation)
+                     DraftPolicies, DrafterChoice, Speculation, SpeculationPlan,
+                     SpeculativeDrafter, draft_policies, resolve_speculation)
+from .turn import Turn, turn
 
 __all__ = ["PlanResult", "Request", "request", "speculation_plan", "decide", "plan_for_snapshot",
            "SpeculationChoice", "SpeculationChoices", "table_speculations", "TABLE_DRAFTERS",
@@ -31,12 +40,12 @@ class PlanResult(Value):
     resident_index.py and expert_layout.py own), None when it has none."""
 
     __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir",
-                 "reason_code", "warnings")
+                 "reason_code", "warnings", "turn")
 
     def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
                  speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = (),
                  model_dir: str | None = None, reason_code: str | None = None,
-                 warnings: tuple[str, ...] = ()) -> None:
+                 warnings: tuple[str, ...] = (), turn: Turn | None = None) -> None:
         # One by one rather than through Value._init's keywords: half the
         # cost, 34 times a table (as policy.py's values).
         setter = object.__setattr__
@@ -47,23 +56,39 @@ class PlanResult(Value):
         setter(self, "model_dir", model_dir)
         setter(self, "reason_code", reason_code)
         setter(self, "warnings", warnings)
+        setter(self, "turn", turn)
+
+
+def check_opens(snap: InstallSnapshot, name: str | None = None) -> None:
+    """Raise the open's refusal of the install itself, whatever the
+    speculation and drafter asked (OpenRefused, status 2), in the open's
+    order: the directory (`name`: the model name as the host passed it,
+    which the engine's message quotes), the manifest's `arch`, the resident
+    index, the dtype gates."""
+    if not os.path.isdir(snap.model_dir):
+        raise OpenRefused(NOT_A_DIRECTORY.format(
+            dir=snap.model_dir if name is None else name), stage="directory")
+    refusal = snap.open_refusal()
+    if refusal is not None:
+        raise refusal.again()
 
 
 def decide(snap: InstallSnapshot, speculation: Speculation, drafter: SpeculativeDrafter,
-           options: Options) -> tuple[DrafterChoice, DraftPolicies, SpeculationPlan, str | None]:
-    """The original module's flow for the install `snap` under `options` with
-    `speculation` and `drafter` in place of its own: the drafter choice, the
-    draft policies, the speculation plan and its reason's code. Raises
-    SpeculationRefused for a named block that cannot be served. What
-    `plan_for_snapshot` answers, as its parts."""
-    return _decide(_column(snap, drafter, options), speculation, options.deterministic)
+           options: Options) -> tuple:
+    """The open's flow for the install `snap` (one `check_opens` accepts)
+    under `options` with `speculation` and `drafter` in place of its own:
+    the drafter choice, the draft policies, the speculation plan, its
+    reason's code and the turn. Raises OpenRefused where the open fails
+    building the drafter, SpeculationRefused for a named block that cannot
+    be served. What `plan_for_snapshot` answers, as its parts."""
+    return _decide(snap, _column(snap, drafter, options), speculation, options)
 
 
 def _column(snap: InstallSnapshot, drafter: SpeculativeDrafter, options: Options) -> tuple:
     """The steps of the flow that do not depend on the speculation asked for
     (a choices table takes them once per drafter, not once per item): the
-    drafter choice, and the blocker resolve_speculation is handed with its
-    code."""
+    drafter choice, and the blocker that outranks the engine's own, with its
+    code (None, None: the engine's blocker function decides)."""
     choice = snap.resolve_drafter(drafter)
     # The note outranks the engine's reason: that one would say "carries no
     # multi-token-prediction head" -- true, and the wrong thing to tell
@@ -72,31 +97,59 @@ def _column(snap: InstallSnapshot, drafter: SpeculativeDrafter, options: Options
         return choice, choice.note, REASON_DFLASH_OPT_IN
     if options.engine_blocker is not ABSENT:
         return choice, options.engine_blocker, REASON_ENGINE
-    preview = snap.blocker_preview(choice.drafter)
-    if preview is None:
-        return choice, None, None
-    return choice, preview.message, preview.code
+    return choice, None, None
 
 
-def _decide(column: tuple, speculation: Speculation, deterministic: bool) -> tuple:
+def _built(snap: InstallSnapshot, drafter: SpeculativeDrafter, mode: str) -> bool:
+    """Whether the open builds `drafter`'s state under its policy's `mode`
+    (raises OpenRefused where the build fails)."""
+    return mode != "off" and snap.builds(drafter, mode == "fixed")
+
+
+def _decide(snap: InstallSnapshot, column: tuple, speculation: Speculation,
+            options: Options) -> tuple:
     choice, blocker, code = column
     policies = draft_policies(choice, speculation)
-    plan = resolve_speculation(speculation, choice.drafter, blocker, deterministic)
-    reason = None if plan.enabled else plan.reason
-    # resolve_speculation gives the blocker it was handed as the reason, or
-    # its own sampled reason: told apart by identity, never by the words.
-    if reason is None:
+    # The open builds the drafter state its policies name -- at most one
+    # through the C ABI -- before it asks any blocker; a build that fails
+    # fails the open, under `auto` too.
+    built = {SpeculativeDrafter.MTP: _built(snap, SpeculativeDrafter.MTP, policies.mtp.mode),
+             SpeculativeDrafter.DFLASH: _built(snap, SpeculativeDrafter.DFLASH,
+                                               policies.dflash.mode)}
+    if code is None and speculation.kind != "off":
+        arch = snap.arch
+        found = speculation_blocker(arch, snap.index, choice.drafter, built[choice.drafter],
+                                    arch.vision_depth > 0 or _sidecar_attaches(options))
+        if found is not None:
+            blocker, code = found.message, found.code
+    # The open decides with greedy decoding assumed (FACTS section 13): the
+    # original module's sampled arm is never reached through the C ABI.
+    plan = resolve_speculation(speculation, choice.drafter, blocker, True)
+    if plan.enabled or plan.reason is None:
         code = None
-    elif reason is not blocker:
-        code = REASON_SAMPLED if reason is SAMPLED_BLOCK_DRAFTER_REASON else None
-    return choice, policies, plan, code
+    the_turn = turn(plan.block if plan.enabled else None, options.temperature,
+                    options.rate_capped, options.power_profile, options.low_power_mode)
+    return choice, policies, plan, code, the_turn
 
 
-def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> PlanResult:
-    """The whole decision for the install `snap` under `options`."""
-    choice, policies, plan, code = decide(snap, options.speculation, options.drafter, options)
+def _sidecar_attaches(options: Options) -> bool:
+    """Whether the open attaches a vision sidecar (its attach replaces the
+    runner's vision config before the blocker is asked). A path is taken to
+    attach and "auto" to find none: what the preview cannot know, a warning
+    of options.py says."""
+    sidecar = options.vision_sidecar
+    return sidecar is not None and sidecar != "auto"
+
+
+def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
+                      name: str | None = None) -> PlanResult:
+    """The whole decision for the install `snap` under `options` (`name`:
+    the model name as passed, for the open's refusal of a non-directory)."""
+    check_opens(snap, name)
+    choice, policies, plan, code, the_turn = decide(snap, options.speculation, options.drafter,
+                                                    options)
     return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code,
-                      options.warnings)
+                      options.warnings, the_turn)
 
 
 class SpeculationChoice(Value):
@@ -148,18 +201,22 @@ def table_speculations() -> tuple[Speculation, ...]:
     return _speculations
 
 
-def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> list[tuple]:
+def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
+          name: str | None = None) -> list[tuple]:
     """Every item of the two pickers, in order -- speculation "auto", "off",
     1..15 (outer) by drafter "auto", "mtp", "dflash" (inner), the other
     options held as given -- as `(speculation, drafter, parts, refusal,
     selected)`: `parts` what `decide` answers for the pair (None when it
     refused, `refusal` then its message), `selected` whether the pair is
     `options`' own. Each item IS the plan call's answer, so the table cannot
-    disagree with a plan. A block outside 1..15 in `options` is refused,
-    since no item could be selected."""
+    disagree with a plan: an item whose open would fail building its drafter
+    is a refusal. A block outside 1..15 in `options` is refused, since no
+    item could be selected; an install the open refuses whatever is asked
+    (`check_opens`) is refused whole, as every item would be."""
     if options.speculation.kind == "block":
         # Options built in Python, not parsed: refused in the parser's words.
         allowed_block(options.speculation.n)
+    check_opens(snap, name)
     picked_speculation, picked_drafter = options.speculation, options.drafter
     # decide reads the requested drafter only through its first step, the
     # snapshot's resolve_drafter: a drafter whose choice equals an earlier
@@ -170,7 +227,6 @@ def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> list[tup
     columns = [_column(snap, drafter, options) for drafter in TABLE_DRAFTERS]
     same_as = [next(j for j in range(i + 1) if columns[j][0] == columns[i][0])
                for i in range(len(TABLE_DRAFTERS))]
-    deterministic = options.deterministic
     items: list[tuple] = []
     for speculation in table_speculations():
         picked = speculation == picked_speculation
@@ -181,29 +237,29 @@ def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS) -> list[tup
                 parts, refusal = items[row + earlier][2:4]
             else:
                 try:
-                    parts, refusal = _decide(columns[column], speculation, deterministic), None
-                except SpeculationRefused as exc:
+                    parts, refusal = _decide(snap, columns[column], speculation, options), None
+                except (SpeculationRefused, OpenRefused) as exc:
                     parts, refusal = None, str(exc)
             items.append((speculation, drafter, parts, refusal,
                           picked and drafter is picked_drafter))
     return items
 
 
-def choices_for_snapshot(snap: InstallSnapshot,
-                         options: Options = DEFAULT_OPTIONS) -> SpeculationChoices:
+def choices_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
+                         name: str | None = None) -> SpeculationChoices:
     """`table` as values: each item's plan is the `PlanResult` the plan call
     answers (items that share their parts share it)."""
     results: dict[int, PlanResult] = {}
     entries = []
-    for speculation, drafter, parts, refusal, selected in table(snap, options):
+    for speculation, drafter, parts, refusal, selected in table(snap, options, name):
         result = None
         if parts is not None:
             result = results.get(id(parts))
             if result is None:
-                choice, policies, plan, code = parts
+                choice, policies, plan, code, the_turn = parts
                 result = results[id(parts)] = PlanResult(choice, policies, plan,
                                                          options.ignored_keys, snap.model_dir,
-                                                         code, options.warnings)
+                                                         code, options.warnings, the_turn)
         entries.append(SpeculationChoice(speculation, drafter, result, refusal, selected))
     # The install's flags as the drafter choice reads them: the same
     # three-state answer every plan carries.
@@ -249,11 +305,14 @@ class Request:
         return self.snapshot.resolve_drafter(self.options.drafter)
 
     def plan(self) -> PlanResult:
-        """`plan_for_snapshot` for this request (raises SpeculationRefused)."""
+        """`plan_for_snapshot` for this request (raises OpenRefused or
+        SpeculationRefused, as the open fails)."""
+        check_opens(self.snapshot, self.name)
         return self.memo("plan", plan_for_snapshot, self.snapshot, self.options)
 
     def choices(self) -> SpeculationChoices:
         """`choices_for_snapshot` for this request."""
+        check_opens(self.snapshot, self.name)
         return self.memo("choices", choices_for_snapshot, self.snapshot, self.options)
 
 

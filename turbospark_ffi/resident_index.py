@@ -106,10 +106,10 @@ DFLASH_TENSORS = _DFLASH_TOP + tuple(
 DTYPE_NAMES = {
     1: "BF16", 2: "FP16", 3: "FP32", 4: "INT4 affine", 5: "INT8 affine",
     6: "GGUF Q8_0", 7: "GGUF Q4_K", 8: "GGUF Q6_K", 9: "GGUF Q4_0", 10: "GGUF IQ3_XXS",
-    11: "GGUF IQ4_NL", 12: "GGUF IQ4_XS", 13: "GGUF Q5_K", 14: "unused",
+    11: "GGUF IQ4_NL", 12: "GGUF IQ4_XS", 13: "GGUF Q5_K", 14: "GGUF MXFP4",
     15: "1-bit affine", 16: "2-bit affine", 17: "GGUF Q2_K", 18: "GGUF IQ2_XXS",
     19: "GGUF IQ2_XS", 20: "GGUF IQ1_S", 21: "GGUF IQ3_S", 22: "GGUF IQ2_S",
-    23: "GGUF IQ1_M", 24: "GGUF Q3_K",
+    23: "GGUF IQ1_M", 24: "GGUF Q3_K", 25: "GGUF Q2_0",
 }
 
 
@@ -300,6 +300,12 @@ class ResidentIndex:
         if slot is None:
             return None
         return _decode_entry(self._region, slot, name)
+
+    def dtypes(self) -> bytes:
+        """Every entry's dtype tag, in entry order: one column of the entry
+        table, sliced whole (100,000 entries in microseconds)."""
+        return self._region[HEADER_SIZE + 6:HEADER_SIZE + ENTRY_SIZE * self.entry_count:
+                            ENTRY_SIZE]
 
     def dtype_of(self, name: str) -> int | None:
         """The dtype tag of the tensor named `name` (cheaper than `entry`)."""

@@ -48,7 +48,9 @@ _POLICIES = '{"mtp":%s,"dflash":%s}'
 # `block` null is the "is it on" test; `drafter` is non-null exactly when
 # `block` is; `reason` is null when on, and when the caller asked for off.
 _SPECULATION = '{"block":%s,"drafter":%s,"reason":%s}'
-_PLAN_CORE = '{"drafter":%s,"draftPolicies":%s,"speculation":%s'
+# The turn: whether a turn at the host's temperature speculates (turn.py).
+_TURN = '{"temperature":%s,"speculates":%s,"reason":%s}'
+_PLAN_CORE = '{"drafter":%s,"draftPolicies":%s,"speculation":%s,"turn":%s'
 # A plan: its decision, then what the options text said beside it (the keys
 # the open ignores, the hints about them) and the directory read.
 _PLAN = _PLAN_CORE + ',"ignoredKeys":%s,"warnings":%s,"modelDir":%s}'
@@ -93,11 +95,18 @@ def speculation_text(plan: SpeculationPlan, drafter: SpeculativeDrafter) -> str:
     return _SPECULATION % ("null", "null", _string(plan.reason))
 
 
+def turn_text(turn) -> str:
+    """A plan's "turn" object."""
+    from .rust_text import compact
+    return _TURN % (compact(turn.temperature), _FLAG[turn.speculates], _string(turn.reason))
+
+
 def _plan_text(texts: dict, parts: tuple, tail: tuple[str, ...]) -> str:
     """A plan of `parts` (plan.decide's). `texts` remembers each part's text
     by the part's identity: within one table the choices are the snapshot's
     own three, and equal policies and speculations recur across rows."""
     choice, policies, speculation = parts[:3]
+    the_turn = parts[4]
     choice_json = texts.get(id(choice))
     if choice_json is None:
         choice_json = texts[id(choice)] = choice_text(choice)
@@ -110,8 +119,12 @@ def _plan_text(texts: dict, parts: tuple, tail: tuple[str, ...]) -> str:
     speculation_json = texts.get(key)
     if speculation_json is None:
         speculation_json = texts[key] = speculation_text(speculation, choice.drafter)
+    key = (the_turn.temperature, the_turn.speculates, the_turn.reason)
+    turn_json = texts.get(key)
+    if turn_json is None:
+        turn_json = texts[key] = turn_text(the_turn)
     return (_PLAN if tail else _ITEM_PLAN) % (choice_json, policies_json, speculation_json,
-                                              *tail)
+                                              turn_json, *tail)
 
 
 def _strings(texts: tuple[str, ...]) -> str:
@@ -125,7 +138,8 @@ def _tail(ignored_keys: tuple[str, ...], warnings: tuple[str, ...],
 
 def plan_text(result: PlanResult) -> str:
     """What tsffi_speculation_plan returns for the plan `result`."""
-    return _plan_text({}, (result.choice, result.policies, result.speculation),
+    return _plan_text({}, (result.choice, result.policies, result.speculation, None,
+                           result.turn),
                       _tail(result.ignored_keys, result.warnings, result.model_dir))
 
 
@@ -139,7 +153,7 @@ def policies_to_dict(policies: DraftPolicies) -> dict:
     return parse_json_document(policies_text(policies), "draft policies")
 
 
-def choices_text(snap: InstallSnapshot, options: Options) -> str:
+def choices_text(snap: InstallSnapshot, options: Options, name: str | None = None) -> str:
     """What tsffi_speculation_choices returns for `plan.table(snap, options)`.
     Each item's `plan` is the plan call's text for that item without the
     three members the table holds once (ignoredKeys, warnings, modelDir), and
@@ -147,11 +161,13 @@ def choices_text(snap: InstallSnapshot, options: Options) -> str:
     would."""
     from .errors import STATUS_OK, SpeculationRefused
     from .plan import TABLE_DRAFTERS, table
+    # Every item's refusal is the open's (status 2: a drafter build, a named
+    # block): one status.
     drafters = {drafter: encode_string(drafter.value) for drafter in TABLE_DRAFTERS}
     texts: dict = {}  # each part's text, each answer a column shares, each refusal
     items = []
     row, value = None, ""
-    for speculation, drafter, parts, refusal, selected in table(snap, options):
+    for speculation, drafter, parts, refusal, selected in table(snap, options, name):
         if speculation is not row:
             row = speculation
             value = "%d" % row.n if row.kind == "block" else encode_string(row.kind)
@@ -226,9 +242,10 @@ def build_info_to_dict(abi_version: int, library: str, owns_interpreter: bool) -
     import os
     import sys
     from . import __version__
-    from .engine_texts import ENGINE, ENGINE_VERSION
+    from .engine_revision import ENGINE, ENGINE_VERSION, revisions
     return {"abiVersion": abi_version, "version": __version__,
             "engine": ENGINE, "engineVersion": ENGINE_VERSION,
+            "engineRevisions": revisions(),
             "python": "%d.%d.%d" % sys.version_info[:3], "library": library,
             "package": os.path.dirname(os.path.abspath(__file__)),
             "pythonHome": sys.base_prefix, "pythonExecutable": sys.executable or None,
@@ -254,6 +271,8 @@ def plan_json(request: Request) -> bytes:
 
 def choices_json(request: Request) -> bytes:
     """What `tsffi_speculation_choices` returns for `request`."""
+    from .plan import check_opens
+    check_opens(request.snapshot, request.name)
     return request.memo("choices-json", lambda: choices_text(
         request.snapshot, request.options).encode("ascii"))
 
@@ -286,15 +305,21 @@ def install_info(model_dir: str | bytes | os.PathLike) -> dict:
 
 
 def install_info_to_dict(snap: InstallSnapshot) -> dict:
-    """The `tsffi_install_info_json` object of an install snapshot."""
-    from .blockers import first_full_attention_layer, probe_tensor_name, verify_covers
+    """The `tsffi_install_info_json` object of an install snapshot: what the
+    index and the manifest's `arch` say, whether the open gets past them
+    (`openError`: its message, or null), and each drafter's blocker as the
+    open would ask it at speculation "auto"."""
+    from .blockers import probe_tensor_name, speculation_blocker, verify_covers
+    from .errors import OpenRefused
     from .resident_index import (DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS,
                                  install_has_dflash, install_has_mtp_head)
 
-    index = snap.index
+    index, arch = snap.index, snap.arch
     info: dict = {"modelDir": snap.model_dir, "indexReadable": index is not None,
                   "indexError": None if index is not None else str(snap.index_error),
-                  "indexCheck": None if index is not None else snap.index_error.check}
+                  "indexCheck": None if index is not None else snap.index_error.check,
+                  "arch": None if arch is None else arch.to_dict(),
+                  "manifestError": None if snap.arch_error is None else str(snap.arch_error)}
     if index is None:
         info.update(entryCount=None, indexBytes=None, residentBytes=None,
                     installHasMtpHead=None, installHasDflash=None, mtpHead=None,
@@ -308,7 +333,7 @@ def install_info_to_dict(snap: InstallSnapshot) -> dict:
                     # "all 81" says nothing `present: false` does not.
                     "missing": [name for name in expected if name not in index]
                     if have else []}
-        layer = first_full_attention_layer(index)
+        layer = None if arch is None else arch.first_full_attention_layer()
         probe = None
         if layer is not None:
             name = probe_tensor_name(layer)
@@ -330,10 +355,21 @@ def install_info_to_dict(snap: InstallSnapshot) -> dict:
         "expertsPerLayer": layout.experts_per_layer if layout is not None else None,
         "numLayers": layout.num_layers if layout is not None else None,
         "error": None if snap.layout_error is None else str(snap.layout_error)}
-    previews = {key: snap.blocker_preview(drafter) for key, drafter in
-                (("mtp", SpeculativeDrafter.MTP), ("dflash", SpeculativeDrafter.DFLASH))}
-    info["blockerPreview"] = {key: None if preview is None else preview.message
-                              for key, preview in previews.items()}
+    refusal = snap.open_refusal()
+    info["openError"] = None if refusal is None else str(refusal)
+    previews: dict = {}
+    for key, drafter in (("mtp", SpeculativeDrafter.MTP), ("dflash", SpeculativeDrafter.DFLASH)):
+        if refusal is not None:
+            previews[key] = None
+            continue
+        try:
+            built = snap.builds(drafter, False)
+        except OpenRefused as exc:
+            previews[key] = str(exc)
+            continue
+        found = speculation_blocker(arch, index, drafter, built, arch.vision_depth > 0)
+        previews[key] = None if found is None else found.message
+    info["blockerPreview"] = previews
     return info
 
 

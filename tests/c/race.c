@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
             printf("NULL");
         else if (r->index % 4 == 0)
             /* build info holds paths; its ABI version is what must agree */
-            printf("%s", strstr(r->out, "\"abiVersion\":3") != NULL ? "abiVersion=3" : r->out);
+            printf("%s", strstr(r->out, "\"abiVersion\":4") != NULL ? "abiVersion=4" : r->out);
         else
             print_escaped(r->out);
         printf("\n");

@@ -11,7 +11,7 @@ import Testing
         // Status 2 for a block outside 1...15 and the tsffi object are ABI 3
         // meanings: a package built against an older header must not run them.
         #expect(Tsffi.headerABIVersion == 3)
-        #expect(Tsffi.abiVersion == 3)
+        #expect(Tsffi.abiVersion == 4)
         #expect(Tsffi.abiMismatch(loaded: 3, header: 3) == nil)
         // An ABI 2 library says 1 where ABI 3 says 2: every call refuses to read it.
         #expect(Tsffi.abiMismatch(loaded: 2, header: 3)
