@@ -54,7 +54,10 @@ OPTION_SETS = {
     "ignored": b'{"Speculation": 3, "theme": "dark", "temperature": 0.7}',
 }
 
-SHAPES = ["none", "mtp", "dflash", "both", "moe", "unreadable", "missing"]
+SHAPES = ["none", "mtp", "dflash", "both", "moe"]
+# Installs the open refuses whatever is asked: the whole call is the open's
+# refusal (status 2), as every item's plan call is.
+REFUSED_SHAPES = ["unreadable", "missing"]
 
 
 @pytest.fixture(scope="module")
@@ -153,16 +156,31 @@ def test_every_item_is_the_plan_call_byte_for_byte(abi, installs, shape, options
     assert result["install"] == {
         "installHasMtpHead": some_plan["drafter"]["installHasMtpHead"],
         "installHasDflash": some_plan["drafter"]["installHasDflash"]}
-    assert list(some_plan) == ["drafter", "draftPolicies", "speculation"]
+    assert list(some_plan) == ["drafter", "draftPolicies", "speculation", "turn"]
     assert list(result) == ["modelDir", "install", "choices", "ignoredKeys", "warnings"]
     assert result["modelDir"] == str(installs[shape])
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=list(OPTION_SETS))
+@pytest.mark.parametrize("shape", REFUSED_SHAPES)
+def test_an_install_the_open_refuses_refuses_the_table(abi, installs, shape, options):
+    host = OPTION_SETS[options]
+    status, text, err = abi.choices(installs[shape], host)
+    assert (status, text) == (2, None)
+    for speculation, drafter in (("auto", "auto"), ("off", "mtp"), (7, "dflash")):
+        assert abi.plan(installs[shape], with_pick(host, speculation, drafter)) == (2, None, err)
+    where = str(installs[shape])
+    assert err.decode() == {
+        "unreadable": f"no manifest.json at {where}/manifest.json: No such file or directory "
+                      "(os error 2)",
+        "missing": f"{where} is not a directory (and matched no installed alias)"}[shape]
 
 
 def test_the_fixture_discriminates(abi, installs):
     """The shapes give different tables, and the option sets change them."""
     def items(shape, options):
         return json.dumps(table(abi, installs[shape], OPTION_SETS[options])["choices"])
-    assert len({items(s, "defaults") for s in SHAPES if s != "missing"}) == 6
+    assert len({items(s, "defaults") for s in SHAPES}) == 5
     assert len({items("dflash", o) for o in ("defaults", "sampled", "blocker-null")}) == 3
     assert items("both", "defaults") != items("both", "sampled")
     assert items("none", "defaults") != items("none", "blocker-null")
@@ -209,14 +227,15 @@ GRIDS = {
     ("moe", "defaults"): {
         "auto": ("off: MOE", "off: MOE", "off: MOE_DFLASH"), "off": OFF3,
         "N": ("refused: MOE", "refused: MOE", "refused: MOE_DFLASH")},
-    ("unreadable", "defaults"): {
-        "auto": ("off: UNREADABLE",) * 3, "off": OFF3, "N": ("refused: UNREADABLE",) * 3},
+    # A sampled turn temperature no longer changes the session (the open
+    # assumes greedy): the same grid as the defaults'; only each item's turn
+    # says the turn will not speculate (test_turns_follow_the_temperature).
     ("both", "sampled"): {
-        "auto": ("on 2 mtp", "on 2 mtp", "off: SAMPLED"), "off": OFF3,
-        "N": ("on N mtp", "on N mtp", "refused: SAMPLED")},
+        "auto": ("on 2 mtp", "on 2 mtp", "on 2 dflash"), "off": OFF3,
+        "N": ("on N mtp", "on N mtp", "on N dflash")},
     ("dflash", "sampled"): {
-        "auto": ("off: NOTE", "off: NO_HEAD", "off: SAMPLED"), "off": OFF3,
-        "N": ("refused: NOTE", "refused: NO_HEAD", "refused: SAMPLED")},
+        "auto": ("off: NOTE", "off: NO_HEAD", "on 2 dflash"), "off": OFF3,
+        "N": ("refused: NOTE", "refused: NO_HEAD", "on N dflash")},
     ("mtp", "blocker"): {
         "auto": ("off: VISION",) * 3, "off": OFF3, "N": ("refused: VISION",) * 3},
     # The note outranks the engine's reason (it names the drafter to pick).
@@ -230,6 +249,23 @@ GRIDS = {
         "auto": ("off: NOTE", "on 2 mtp", "on 2 dflash"), "off": OFF3,
         "N": ("refused: NOTE", "on N mtp", "on N dflash")},
 }
+
+
+def test_turns_follow_the_temperature(abi, installs):
+    """Each item's turn: at the binding's default 0.2 no turn speculates, at
+    0 every drafting session's turn does; a session that does not draft has
+    no turn reason (its own reason says why)."""
+    for options, temperature in ((b"{}", 0.2), (b'{"tsffi": {"temperature": 0}}', 0.0),
+                                 (OPTION_SETS["sampled"], 0.7)):
+        items = table(abi, installs["both"], options)["choices"]
+        for item in items:
+            if item["plan"] is None:
+                continue
+            turn = item["plan"]["turn"]
+            drafts = item["plan"]["speculation"]["block"] is not None
+            assert turn["temperature"] == temperature
+            assert turn["speculates"] is (drafts and temperature == 0)
+            assert (turn["reason"] is not None) is (drafts and temperature != 0)
 
 
 @pytest.mark.parametrize("shape,options", list(GRIDS), ids=[f"{s}-{o}" for s, o in GRIDS])
@@ -272,8 +308,8 @@ def test_selected_marks_the_hosts_pick(abi, installs, options, selected):
     (b'{"kvBits": 4}', 4,
      "options: invalid type: integer `4`, expected a string at line 1 column 12"),
     (b'{"tsffi": {"temperature": "warm"}}', 1,
-     'tsffi.temperature: got "warm"; accepts a finite number >= 0, or null (deterministic '
-     'decoding)'),
+     'tsffi.temperature: got "warm"; accepts a finite number >= 0, or null (the engine '
+     "binding's default temperature, 0.2)"),
 ])
 def test_an_invalid_pick_makes_the_call_invalid(abi, installs, options, status, message):
     got = abi.choices(installs["mtp"], options)
@@ -307,7 +343,7 @@ def test_the_index_is_read_once_per_table(installs, monkeypatch):
 
 
 @pytest.mark.parametrize("options", ["defaults", "sampled", "picked"])
-@pytest.mark.parametrize("shape", ["none", "dflash", "moe", "unreadable"])
+@pytest.mark.parametrize("shape", ["none", "dflash", "moe"])
 def test_python_api_returns_the_same_object(abi, installs, shape, options):
     import turbospark_ffi
     from turbospark_ffi.options import parse_options

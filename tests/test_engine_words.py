@@ -29,7 +29,7 @@ from installs import (ENTRY, HEADER, U64_MAX, base_file, dflash_specs, get_entry
                       mtp_specs, raw_index, set_entry, set_header, shape_of,
                       write_bytes, write_custom_install)
 from seed_texts import REFUSAL_PREFIX
-from turbospark_ffi.errors import ResidentIndexError, SpeculationRefused
+from turbospark_ffi.errors import OpenRefused, ResidentIndexError, SpeculationRefused
 from turbospark_ffi.install import clear_cache, snapshot
 from turbospark_ffi.install_writer import trunk_tensors, write_install
 from turbospark_ffi.plan import speculation_plan
@@ -49,26 +49,54 @@ def _fresh_cache():
 
 
 def preview(model_dir, drafter: str) -> str | None:
-    found = snapshot(str(model_dir)).blocker_preview(DRAFTERS[drafter])
-    return None if found is None else found.message
+    """The session's reason when the host names `drafter` at speculation
+    "auto" (None: it speculates); the open's message, prefixed "refused: ",
+    when the open fails."""
+    try:
+        result = speculation_plan(str(model_dir), f'{{"speculativeDrafter": "{drafter}"}}')
+    except OpenRefused as exc:
+        return "refused: " + str(exc)
+    return None if result.speculation.enabled else result.speculation.reason
 
 
 # --------------------------------------------------------------------------
-# Item 0: the probe-dtype arm blocks every tag but 4, for both drafters.
+# Item 0: what a probe of each dtype tag gets, for both drafters (blockers of
+# 22f47a2 and the runner's dtype gates): 4, 15 and 16 are served; a tag no
+# reader honours, or a GGUF tag without a resident kernel, fails the OPEN
+# before any blocker is asked; every other readable tag is the probe-dtype arm.
 
-DTYPE_CASES = [(drafter, tag) for drafter in DRAFTERS for tag in range(25)]
+GATE_GGUF = ("refused: unsupported: tensor {probe} carries GGUF block dtype {tag}, which has no "
+             "RESIDENT kernel in this port (ROADMAP Phase G Stage 2; resident-executable tags: "
+             "[6, 7, 8, 10, 11, 12, 13, 17, 18, 19, 20, 21, 22, 23, 24])")
+GATE_UNREADABLE = ("refused: unsupported: tensor {probe} carries resident dtype {tag}, which no "
+                   "reader in this crate honours; unquantized tensors must be narrowed to BF16 "
+                   "(tag 1) at repack time")
+# tag -> "served", "arm" (the probe-dtype arm) or the gate that refuses it.
+DTYPE_ANSWERS = {0: GATE_UNREADABLE, 1: "arm", 2: GATE_UNREADABLE, 3: GATE_UNREADABLE,
+                 4: "served", 5: "arm", 6: "arm", 7: "arm", 8: "arm", 9: GATE_GGUF,
+                 10: "arm", 11: "arm", 12: "arm", 13: "arm", 14: GATE_GGUF, 15: "served",
+                 16: "served", 17: "arm", 18: "arm", 19: "arm", 20: "arm", 21: "arm",
+                 22: "arm", 23: "arm", 24: "arm", 25: GATE_GGUF, 26: GATE_UNREADABLE,
+                 255: GATE_UNREADABLE}
+DTYPE_CASES = [(drafter, tag) for drafter in DRAFTERS for tag in DTYPE_ANSWERS]
 
 
 @pytest.mark.parametrize("drafter, tag", DTYPE_CASES,
                          ids=[f"{d}-dtype{t}" for d, t in DTYPE_CASES])
-def test_probe_dtype_blocks_every_tag_but_4(tmp_path, drafter, tag):
+def test_what_each_probe_dtype_gets(tmp_path, drafter, tag):
+    # Only the probe (and layer 3's other q_proj-like weights: none) carries
+    # the tag; the rest of the install is INT4 and BF16.
     d = write_install(tmp_path / "i", probe_dtype=tag, mtp=True, dflash=True)
     s = shape_of(d)
     # Every other arm passes: dense, layer 3 is full attention, the probe is
     # there with this tag, both drafters are carried.
     assert (s["experts"], s["first_layer"], s["probe_dtype"], s["has_mtp"], s["has_dflash"]) \
         == (0, 3, tag, True, True)
-    expected = None if tag == 4 else blocker(drafter, "probe-dtype", probe=PROBE, dtype=tag)
+    answer = DTYPE_ANSWERS[tag]
+    expected = {"served": None,
+                "arm": blocker(drafter, "probe-dtype", probe=PROBE, dtype=tag)}.get(answer)
+    if expected is None and answer != "served":
+        expected = answer.format(probe=PROBE, tag=tag)
     assert preview(d, drafter) == expected
 
 
@@ -79,7 +107,8 @@ def test_no_covered_dtype_set_remains():
     assert "VERIFY_PROBE_DTYPES" not in open(wire.__file__).read()
 
 
-@pytest.mark.parametrize("tag, covers", [(4, True), (15, False), (16, False), (1, False)])
+@pytest.mark.parametrize("tag, covers", [(4, True), (15, True), (16, True), (1, False),
+                                         (5, False)])
 def test_install_info_says_what_the_verify_covers(tmp_path, tag, covers):
     from turbospark_ffi.wire import install_info
     d = write_install(tmp_path / "i", probe_dtype=tag, mtp=True)
@@ -100,14 +129,16 @@ def _without_probe(tmp_path):
 ARM_INSTALLS = {
     # arm: how to write an install on which it is the FIRST arm that applies
     # (each also fails every later arm it can, so the order is shown too)
+    "vision": lambda p: write_install(p / "i", experts=8, full_attention_every=0,
+                                      vision_depth=27),
     "moe": lambda p: write_install(p / "i", experts=8, full_attention_every=0),
     "no-probe-layer": lambda p: write_install(p / "i", full_attention_every=0, probe_dtype=1),
     "probe-absent": _without_probe,
-    "probe-dtype": lambda p: write_install(p / "i", probe_dtype=16),
+    "probe-dtype": lambda p: write_install(p / "i", probe_dtype=5),
     "no-drafter": lambda p: write_install(p / "i"),
 }
 ARM_FIELDS = {"moe": {"experts": 8}, "probe-absent": {"probe": PROBE},
-              "probe-dtype": {"probe": PROBE, "dtype": 16}}
+              "probe-dtype": {"probe": PROBE, "dtype": 5}}
 ARM_CASES = [(arm, drafter) for arm in ARM_INSTALLS for drafter in DRAFTERS]
 
 
@@ -121,9 +152,9 @@ def test_each_arm_speaks_the_engines_text(tmp_path, arm, drafter):
 def test_the_texts_differ_by_drafter_where_the_engine_s_do():
     # The fixture discriminates: only the no-probe-layer arm reads the same.
     same = [arm for arm in ARM_INSTALLS
-            if blocker("mtp", arm, **{"experts": 8, "probe": PROBE, "dtype": 16})
-            == blocker("dflash", arm, **{"experts": 8, "probe": PROBE, "dtype": 16})]
-    assert same == ["no-probe-layer"]
+            if blocker("mtp", arm, **{"experts": 8, "probe": PROBE, "dtype": 5})
+            == blocker("dflash", arm, **{"experts": 8, "probe": PROBE, "dtype": 5})]
+    assert same == ["vision", "no-probe-layer"]
     for drafter in DRAFTERS:
         assert blocker(drafter, "moe", experts=8).startswith(MOE_MARKER + ": ")
 
@@ -137,6 +168,8 @@ PLAN_CASES = [
     ("moe", "dflash", "dflash"),
     ("probe-dtype", "auto", "mtp"),
     ("probe-dtype", "dflash", "dflash"),
+    ("vision", "auto", "mtp"),
+    ("vision", "dflash", "dflash"),
 ]
 
 
@@ -298,11 +331,12 @@ def test_entry_order_first_failing_entry_and_its_first_check(tmp_path, reader):
                                f"resident region [{index_size}, {end})")
 
 
-def test_the_unreadable_reason_is_the_readers_text(tmp_path):
+def test_an_unreadable_index_is_the_opens_refusal_in_the_readers_text(tmp_path):
     d = write_install(tmp_path / "i", mtp=True)
     (d / "model_weights.bin").write_bytes(b"\x00" * 30)
-    result = speculation_plan(str(d), "{}")
-    assert result.speculation.reason == corrupt("index_size_below_header", index_size=0)
+    with pytest.raises(OpenRefused) as info:
+        speculation_plan(str(d), "{}")
+    assert str(info.value) == corrupt("index_size_below_header", index_size=0)
 
 
 # --------------------------------------------------------------------------
@@ -352,8 +386,13 @@ def test_the_samples_and_make_install_write_the_engines_layout(tmp_path, sample)
 
 def test_build_info_names_the_engine(library_path):
     from turbospark_ffi.wire import build_info_to_dict
-    info = build_info_to_dict(3, str(library_path), True)
+    info = build_info_to_dict(4, str(library_path), True)
     assert (info["engine"], info["engineVersion"]) == (ENGINE, ENGINE_VERSION)
+    # The revision of each rule (TURBOSPARK_FACTS.md, the table at its top).
+    assert info["engineRevisions"] == {
+        "policy": "0.3.0", "open": "0a45c54", "manifest": "54bc43a", "residentIndex": "08aaf13",
+        "dtypeGates": "0a45c54", "drafterBuild": "22f47a2", "blockers": "22f47a2",
+        "turn": "0a45c54"}
     # The original module's first line names the same engine.
     from turbospark_ffi import policy
     assert f"({ENGINE} {ENGINE_VERSION})" in policy.__doc__.replace("\n", " ")
@@ -386,16 +425,13 @@ DONE_WHEN = {
     "dflash-only": (lambda p: write_install(p / "i", dflash=True), {blocker("mtp", "no-drafter")}),
     "mtp-only": (lambda p: write_install(p / "i", mtp=True), {blocker("dflash", "no-drafter")}),
     "both": (lambda p: write_install(p / "i", mtp=True, dflash=True), set()),
-    **{f"reader-{case}": (_reader_install(case), {corrupt(READER_CASES[case]()[1][0],
-                                                          **READER_CASES[case]()[1][1])})
-       for case in ("1-23-bytes", "2-index-size-0", "5-overflow")},
 }
 
 
 def _shown(model_dir) -> set[str]:
     from turbospark_ffi.wire import install_info, speculation_choices
     shown = set()
-    for options in ("{}", '{"temperature": 0.7}'):
+    for options in ("{}", '{"tsffi": {"temperature": 0.7}}'):
         for item in speculation_choices(str(model_dir), options)["choices"]:
             if item["error"] is not None:
                 assert item["error"].startswith(REFUSAL_PREFIX), item
@@ -405,6 +441,19 @@ def _shown(model_dir) -> set[str]:
     info = install_info(str(model_dir))
     shown |= set((info["blockerPreview"] or {}).values()) | {info["indexError"]}
     return shown - {None}
+
+
+@pytest.mark.parametrize("case", ["1-23-bytes", "2-index-size-0", "5-overflow"])
+def test_an_unreadable_index_shows_the_readers_text_everywhere(tmp_path, case):
+    from turbospark_ffi.wire import install_info, speculation_choices
+    d = _reader_install(case)(tmp_path)
+    text = corrupt(READER_CASES[case]()[1][0], **READER_CASES[case]()[1][1])
+    with pytest.raises(OpenRefused) as info:
+        speculation_choices(str(d), "{}")
+    assert str(info.value) == text
+    info = install_info(str(d))
+    assert (info["indexError"], info["openError"], info["blockerPreview"]) == (
+        text, text, {"mtp": None, "dflash": None})
 
 
 @pytest.mark.parametrize("name", list(DONE_WHEN))

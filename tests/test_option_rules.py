@@ -22,8 +22,11 @@ MTP, DFLASH = SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH
 
 
 def ok(speculation=AUTO, drafter=SpeculativeDrafter.AUTO, temperature=None, blocker=ABSENT,
-       ignored=(), warnings=()):
-    return Options(speculation, drafter, temperature, blocker, tuple(ignored), tuple(warnings))
+       ignored=(), warnings=(), **turn_inputs):
+    """Options as parsed: `turn_inputs` are rate_capped, power_profile,
+    low_power_mode and vision_sidecar (what the turn and the vision arm read)."""
+    return Options(speculation, drafter, temperature, blocker, tuple(ignored), tuple(warnings),
+                   **turn_inputs)
 
 
 def refused(message):  # status 2, the engine's bare message
@@ -45,7 +48,7 @@ NEAR = ('"{0}" is not a key the engine\'s open reads, so it ignores it (and so d
 SPEC_RANGE = "speculation block must be in 1..=15, got {}"
 SPEC_OTHER = 'speculation must be "off", "auto" or a block in 1..=15, got {}'
 DRAFTER = "speculativeDrafter must be auto, mtp or dflash, got {}"
-TSFFI_ACCEPTS = 'accepts an object with the keys "engineBlocker" and "temperature", or null'
+TSFFI_ACCEPTS = 'accepts an object with the keys "engineBlocker", "temperature" and "lowPowerMode", or null'
 
 ROWS = [
     # -- 1. NULL / "" = defaults; whitespace goes to the parser.
@@ -72,7 +75,16 @@ ROWS = [
      ok(B(3), ignored=["x"])),
     ("unknown-huge-number", '{"x":' + "9" * 5000 + "}", ok(ignored=["x"])),
     ("unknown-repeated", '{"x":1,"x":2,"speculation":"off"}', ok(OFF, ignored=["x"])),
-    ("array-positional", '[null,null,null,null,null,null,3,"dflash"]', ok(B(3), DFLASH)),
+    # 0a45c54's order: maxContext, expertCacheSlots, expertResidency,
+    # powerProfile, loadGuard, minAutoContext, maxTokensPerSec, speculation,
+    # speculativeDrafter, ... (element 6 is maxTokensPerSec, given: the turn
+    # is rate-capped).
+    ("array-positional", '[null,null,null,null,null,null,null,3,"dflash"]', ok(B(3), DFLASH)),
+    ("array-positional-rate", '[null,null,null,null,null,null,3,"dflash"]',
+     refused(SPEC_OTHER.format('"dflash"'))),
+    ("array-18", "[" + ",".join(["null"] * 17) + ",true]", ok()),
+    ("array-19", "[" + ",".join(["null"] * 19) + "]",
+     serde("trailing characters at line 1 column 92")),
     ("array-empty", "[]", ok()),
     ("escaped-key", '{"sp\\u0065culation":4}', ok(B(4))),
     # -- 3./4. maxContext
@@ -161,7 +173,27 @@ ROWS = [
     ("steering-without-path-null-path", '{"steering":null,"steeringTarget":0}',
      refused("steering options given without a steering vector path")),
     # powerProfile, kvBits
-    ("power-ok", '{"powerProfile":"efficiency"}', ok()),
+    ("power-ok", '{"powerProfile":"efficiency"}', ok(power_profile="efficiency")),
+    # -- 0a45c54: expertResidency, prefixReuse, maxContext 0
+    ("residency-ok", '{"expertResidency":"streamed"}', ok()),
+    ("residency-mapped", '{"expertResidency":"mapped"}', ok()),
+    ("residency-case", '{"expertResidency":"Mapped"}',
+     refused('expertResidency must be auto, streamed or mapped, got "Mapped"')),
+    ("residency-type", '{"expertResidency":1}',
+     serde("invalid type: integer `1`, expected a string at line 1 column 20")),
+    ("prefixReuse-ok", '{"prefixReuse":false}', ok()),
+    ("prefixReuse-type", '{"prefixReuse":1}',
+     serde("invalid type: integer `1`, expected a boolean at line 1 column 16")),
+    ("maxContext-zero", '{"maxContext":0}', refused('maxContext must be at least 1, or "auto"')),
+    ("maxContext-zero-string", '{"maxContext":"0"}',
+     refused('maxContext must be a number or "auto", got "0"')),
+    ("order-maxContext-zero-first", '{"expertCacheSlots":7,"maxContext":0}',
+     refused('maxContext must be at least 1, or "auto"')),
+    ("order-slots-before-residency", '{"expertResidency":"x","expertCacheSlots":7}',
+     refused('expertCacheSlots must be "auto" or one of [8, 16, 24, 32, 48, 64, 96, 128], '
+             "got 7")),
+    ("order-residency-before-loadGuard", '{"loadGuard":"x","expertResidency":"x"}',
+     refused('expertResidency must be auto, streamed or mapped, got "x"')),
     ("power-case", '{"powerProfile":"Balanced"}',
      refused('powerProfile must be performance, balanced or efficiency, got "Balanced"')),
     ("kvBits-ok", '{"kvBits":"3.5"}', ok()),
@@ -202,11 +234,11 @@ ROWS = [
     ("tsffi-twice", '{"tsffi":{"temperature":1,"temperature":2}}',
      bad("tsffi.temperature: given more than once; accepts one value")),
     ("tsffi-temperature-negative", '{"tsffi":{"temperature":-1}}',
-     bad("tsffi.temperature: got -1; accepts a finite number >= 0, or null (deterministic "
-         "decoding)")),
+     bad("tsffi.temperature: got -1; accepts a finite number >= 0, or null (the engine "
+         "binding's default temperature, 0.2)")),
     ("tsffi-temperature-string", '{"tsffi":{"temperature":"hot"}}',
-     bad('tsffi.temperature: got "hot"; accepts a finite number >= 0, or null (deterministic '
-         "decoding)")),
+     bad('tsffi.temperature: got "hot"; accepts a finite number >= 0, or null (the engine '
+         "binding's default temperature, 0.2)")),
     ("tsffi-blocker-empty", '{"tsffi":{"engineBlocker":""}}',
      bad('tsffi.engineBlocker: got ""; accepts a non-empty string without NUL characters or '
          "lone surrogates (the engine's reason), or null (the engine reported none)")),
@@ -257,7 +289,7 @@ def test_rule(name, text, want):
 
 
 def test_table_covers_every_key_and_status():
-    # Each of the 16 keys appears in some row, and every status the option
+    # Each of the 18 keys appears in some row, and every status the option
     # stage can give (0, 1, 2, 4) is some row's answer.
     texts = " ".join(row[1] or "" for row in ROWS)
     assert [key for key in OPTION_KEYS if f'"{key}"' not in texts] == \
@@ -267,7 +299,11 @@ def test_table_covers_every_key_and_status():
 
 
 @pytest.mark.parametrize("text,want", [
-    ('{"maxTokensPerSec":12.5,"visionSidecar":"/side"}', ok()),
+    ('{"maxTokensPerSec":12.5,"visionSidecar":"/side"}',
+     ok(rate_capped=True, vision_sidecar="/side",
+        warnings=['visionSidecar "/side": this preview takes the tower to attach (the open loads '
+                  "it after the install, and fails if it cannot), so the verify pass is "
+                  "vision-blind and speculation off"])),
     ('{"maxTokensPerSec":"fast"}',
      serde('invalid type: string "fast", expected f64 at line 1 column 25')),
     ('{"visionSidecar":2048}',

@@ -22,7 +22,7 @@ D = SpeculativeDrafter
 RANGE = "speculation block must be in 1..=15, got {}"
 OTHER = 'speculation must be "off", "auto" or a block in 1..=15, got {}'
 DRAFTER = "speculativeDrafter must be auto, mtp or dflash, got {}"
-TEMP_ACCEPTS = "a finite number >= 0, or null (deterministic decoding)"
+TEMP_ACCEPTS = "a finite number >= 0, or null (the engine binding's default temperature, 0.2)"
 BLOCKER_ACCEPTS = ("a non-empty string without NUL characters or lone surrogates (the engine's "
                    "reason), or null (the engine reported none)")
 NEAR = ('"{0}" is not a key the engine\'s open reads, so it ignores it (and so does this '
@@ -247,9 +247,9 @@ TSFFI_ERRORS = [
     ('{"tsffi": {"engineBlocker": null, "engineBlocker": "x"}}',
      "tsffi.engineBlocker: given more than once; accepts one value"),
     ('{"tsffi": {"Temperature": 1}}', 'tsffi: unknown key "Temperature"; accepts an object with '
-                                      'the keys "engineBlocker" and "temperature", or null'),
+                                      'the keys "engineBlocker", "temperature" and "lowPowerMode", or null'),
     ('{"tsffi": "x"}', 'tsffi must be a JSON object, got a string; accepts an object with the '
-                       'keys "engineBlocker" and "temperature", or null'),
+                       'keys "engineBlocker", "temperature" and "lowPowerMode", or null'),
 ]
 
 

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from engine_texts import blocker, corrupt, io_failed
+from engine_texts import DFLASH_MOE, blocker, corrupt, io_failed
 from installs import shape_of, write_bytes
-from turbospark_ffi.errors import InvalidArgument, OptionRefused, SpeculationRefused
+from turbospark_ffi.errors import InvalidArgument, OpenRefused, OptionRefused, SpeculationRefused
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.options import parse_options
 from turbospark_ffi.plan import speculation_plan
@@ -87,14 +87,24 @@ def spec(block=None, drafter=None, reason=None):
 def plan_json(model_dir, options):
     """The plan's wire form, checked for shape; "modelDir" checked (every
     install here is an existing directory named by its absolute path, which
-    is the directory read) and then left out, so cases compare the decision."""
+    is the directory read) and then left out, and "turn" checked for its
+    shape and left out (tests/test_turn.py holds its answers), so cases
+    compare the session's decision."""
     result = speculation_plan(model_dir, parse_options(options))
     d = plan_to_dict(result)
     # The wire form is JSON and round-trips to the same dict.
     assert json.loads(dumps(d)) == d
-    assert list(d) == ["drafter", "draftPolicies", "speculation", "ignoredKeys", "warnings",
-                       "modelDir"]
+    assert list(d) == ["drafter", "draftPolicies", "speculation", "turn", "ignoredKeys",
+                       "warnings", "modelDir"]
     assert d.pop("modelDir") == str(model_dir)
+    turn = d.pop("turn")
+    assert list(turn) == ["temperature", "speculates", "reason"]
+    # A turn speculates only on a session that drafts; a reason only when
+    # the session drafts and the turn does not.
+    if d["speculation"]["block"] is None:
+        assert (turn["speculates"], turn["reason"]) == (False, None)
+    else:
+        assert (turn["reason"] is None) is turn["speculates"]
     assert list(d["drafter"]) == ["drafter", "installHasMtpHead", "installHasDflash", "note"]
     assert list(d["speculation"]) == ["block", "drafter", "reason"]
     # block non-null iff drafter non-null; reason null whenever it is on.
@@ -124,8 +134,13 @@ EXACT = [
      choice("dflash", False, True), OFFP, pol("fixed", 3), spec(3, "dflash")),
     ("dflash", '{"speculativeDrafter": "dflash", "tsffi": {"temperature": -0.0}}',
      choice("dflash", False, True), OFFP, AUTOP, spec(2, "dflash")),
+    # The session is the open's answer, greedy assumed: a sampled turn
+    # temperature never disables it (ABI 4; the turn says the turn will not
+    # speculate).
     ("dflash", '{"speculativeDrafter": "dflash", "tsffi": {"temperature": 0.7}}',
-     choice("dflash", False, True), OFFP, AUTOP, spec(reason=SAMPLED)),
+     choice("dflash", False, True), OFFP, AUTOP, spec(2, "dflash")),
+    ("both", '{"speculativeDrafter": "dflash", "speculation": 2, "tsffi": {"temperature": 0.5}}',
+     choice("dflash", True, True), OFFP, pol("fixed", 2), spec(2, "dflash")),
     ("both", "", choice("mtp", True, True), AUTOP, OFFP, spec(2, "mtp")),
     ("both", '{"tsffi": {"temperature": 1.0}}', choice("mtp", True, True), AUTOP, OFFP, spec(2, "mtp")),
     ("both", '{"speculativeDrafter": "mtp", "speculation": 2}', choice("mtp", True, True),
@@ -137,16 +152,9 @@ EXACT = [
     # off is off, whatever stands in the way.
     ("moe_mtp", '{"speculation": "off", "tsffi": {"engineBlocker": "x"}}', choice("mtp", True, False),
      OFFP, OFFP, spec()),
-    ("garbage", '{"speculation": "off"}', choice("mtp", None, None), OFFP, OFFP, spec()),
     # engineBlocker null = the engine reported none: the preview is not consulted.
     ("none", '{"tsffi": {"engineBlocker": null}}', choice("mtp", False, False), AUTOP, OFFP,
      spec(2, "mtp")),
-    # ... even on an unreadable index, where None is never folded to false: the
-    # named block is still asked of the open.
-    ("garbage", '{"speculation": 2, "tsffi": {"engineBlocker": null}}', choice("mtp", None, None),
-     pol("fixed", 2), OFFP, spec(2, "mtp")),
-    ("garbage", '{"speculativeDrafter": "dflash", "speculation": 4, "tsffi": {"engineBlocker": null}}',
-     choice("dflash", None, None), OFFP, pol("fixed", 4), spec(4, "dflash")),
     # An explicit engine reason is used as is.
     ("mtp", '{"tsffi": {"engineBlocker": "a vision tower is active"}}', choice("mtp", True, False),
      AUTOP, OFFP, spec(reason="a vision tower is active")),
@@ -183,10 +191,6 @@ REFUSALS = [
     ("none", '{"speculation": 2}', PREFIX + blocker("mtp", "no-drafter")),
     ("dflash", '{"speculation": 2}', PREFIX + NOTE),
     ("dflash", '{"speculation": 2, "tsffi": {"engineBlocker": "something else"}}', PREFIX + NOTE),
-    ("both", '{"speculativeDrafter": "dflash", "speculation": 2, "tsffi": {"temperature": 0.5}}',
-     PREFIX + SAMPLED),
-    ("dflash", '{"speculativeDrafter": "dflash", "speculation": "2", "tsffi": {"temperature": 1e-9}}',
-     PREFIX + SAMPLED),
     ("mtp", '{"speculation": 2, "tsffi": {"engineBlocker": "a vision tower is active"}}',
      PREFIX + "a vision tower is active"),
 ]
@@ -224,7 +228,7 @@ def test_out_of_range_block_is_the_opens_refusal(installs, shape, options, shown
         (2, f"speculation block must be in 1..=15, got {shown}")
 
 
-@pytest.mark.parametrize("shape", ["mtp", "moe", "none", "garbage"])
+@pytest.mark.parametrize("shape", ["mtp", "moe", "none"])
 @pytest.mark.parametrize("n", [0, 16, 2**32 - 1])
 def test_a_python_caller_building_the_block_gets_the_seeds_own_refusal(installs, shape, n):
     """The seed's range arm, for a caller who builds Speculation.block(n)
@@ -257,6 +261,10 @@ def assert_moe_reason(reason, drafter):
 @pytest.mark.parametrize("options", ["", '{"speculativeDrafter": "dflash"}',
                                      '{"speculativeDrafter": "mtp", "tsffi": {"temperature": 0.3}}'])
 def test_moe_auto_is_disabled_for_its_architecture(installs, shape, options):
+    if shape == "moe_both" and "dflash" in options:
+        # A DFlash2 drafter on a MoE install fails the OPEN when named,
+        # under auto too: test_moe_dflash_drafter_fails_the_open.
+        return
     d = plan_json(installs[shape], options)
     assert d["speculation"]["block"] is None
     assert_moe_reason(d["speculation"]["reason"], d["drafter"]["drafter"])
@@ -270,11 +278,30 @@ def test_moe_named_block_is_refused_for_its_architecture(installs, shape, headle
     options = {"speculation": 2}
     if drafter:
         options["speculativeDrafter"] = drafter
+    if shape == "moe_both" and drafter == "dflash":
+        with pytest.raises(OpenRefused) as info:
+            speculation_plan(installs[shape], parse_options(json.dumps(options)))
+        assert str(info.value) == DFLASH_MOE.format(experts=256)
+        return
     with pytest.raises(SpeculationRefused) as info:
         speculation_plan(installs[shape], parse_options(json.dumps(options)))
     message = str(info.value)
     assert message.startswith(PREFIX)
     assert_moe_reason(message[len(PREFIX):], drafter)
+
+
+@pytest.mark.parametrize("options", ['{"speculativeDrafter": "dflash"}',
+                                     '{"speculativeDrafter": "dflash", "speculation": 3}'])
+def test_moe_dflash_drafter_fails_the_open(installs, options):
+    """The DFlash2 build refuses a MoE install (FACTS section 12): the open
+    fails, at auto as at a named block, with the MoE text prefixed."""
+    assert shape_of(installs["moe_both"])["has_dflash"] is True
+    with pytest.raises(OpenRefused) as info:
+        speculation_plan(installs["moe_both"], options)
+    assert (info.value.status, str(info.value)) == (2, DFLASH_MOE.format(experts=256))
+    # "off" builds nothing, and opens.
+    off = plan_json(installs["moe_both"], '{"speculativeDrafter": "dflash", "speculation": "off"}')
+    assert off["speculation"] == spec()
 
 
 def test_moe_headless_named_block_does_not_ask_the_open_for_a_head(installs):
@@ -320,33 +347,31 @@ def test_no_full_attention_layer_is_the_reason(installs, drafter):
 
 
 # --------------------------------------------------------------------------
-# An unreadable index.
+# An unreadable index fails the open: the reader's text, status 2, whatever
+# is asked (the original module's resolve_drafter still reads it as unknown).
 
-def test_unreadable_index_auto_reports_the_readers_error(installs):
-    d = plan_json(installs["garbage"], "")
-    assert d["drafter"] == choice("mtp", None, None)
-    assert d["draftPolicies"] == {"mtp": AUTOP, "dflash": OFFP}
-    reason = d["speculation"]["reason"]
-    assert d["speculation"]["block"] is None
-    # bytes(range(256)) * 4: entryCount is bytes 16..23, and x 72 overflows
-    count = int.from_bytes(bytes(range(16, 24)), "little")
-    assert reason == corrupt("entry_count_overflow", entry_count=count)
+COUNT = int.from_bytes(bytes(range(16, 24)), "little")  # entryCount x 72 overflows
 
 
-def test_unreadable_index_named_block_is_refused_with_the_readers_error(installs):
-    with pytest.raises(SpeculationRefused) as info:
-        speculation_plan(installs["garbage"], parse_options('{"speculation": 2}'))
-    count = int.from_bytes(bytes(range(16, 24)), "little")
-    assert str(info.value) == PREFIX + corrupt("entry_count_overflow", entry_count=count)
+@pytest.mark.parametrize("options", ["", '{"speculation": 2}', '{"speculation": "off"}',
+                                     '{"speculation": 2, "tsffi": {"engineBlocker": null}}',
+                                     '{"speculativeDrafter": "dflash", "speculation": 4}'])
+def test_unreadable_index_is_the_opens_refusal(installs, options):
+    with pytest.raises(OpenRefused) as info:
+        speculation_plan(installs["garbage"], options)
+    assert (info.value.status, info.value.stage, str(info.value)) == (
+        2, "index", corrupt("entry_count_overflow", entry_count=COUNT))
+    from turbospark_ffi.plan import request
+    assert request(installs["garbage"], options).resolve_drafter().install_has_mtp_head is None
 
 
-def test_missing_weights_is_unknown(tmp_path):
+def test_missing_weights_fails_the_open(tmp_path):
     d = write_install(tmp_path / "i")
     (d / "model_weights.bin").unlink()
     assert shape_of(d)["check"] == "open"
-    out = plan_json(str(d), "")
-    assert out["drafter"] == choice("mtp", None, None)
-    assert out["speculation"]["reason"] == io_failed("open", errno.ENOENT)
+    with pytest.raises(OpenRefused) as info:
+        speculation_plan(str(d), "")
+    assert str(info.value) == io_failed("open", errno.ENOENT)
 
 
 # --------------------------------------------------------------------------
@@ -371,4 +396,5 @@ def test_default_options_equal_empty_json(installs):
     for shape in ("none", "mtp", "dflash", "both", "moe"):
         d = plan_to_dict(speculation_plan(installs[shape]))
         assert d.pop("modelDir") == installs[shape]
+        assert d.pop("turn") == plan_to_dict(speculation_plan(installs[shape], "{}"))["turn"]
         assert d == plan_json(installs[shape], "{}")

@@ -20,6 +20,7 @@ import pytest
 from turbospark_ffi._value import Value
 from turbospark_ffi.blockers import Blocker
 from turbospark_ffi.expert_layout import ExpertLayout
+from turbospark_ffi.manifest_arch import ManifestArch
 from turbospark_ffi.options import ABSENT, Options
 from turbospark_ffi.plan import PlanResult, SpeculationChoice, SpeculationChoices
 from turbospark_ffi.policy import (DflashDraftPolicy, DraftPolicies, DrafterChoice,
@@ -28,6 +29,7 @@ from turbospark_ffi.policy import (DflashDraftPolicy, DraftPolicies, DrafterChoi
 from turbospark_ffi.resident_index import IndexEntry
 from turbospark_ffi.store import StoreFile, StoreRow
 from turbospark_ffi.store_listing import StoreAlias, StoreListing
+from turbospark_ffi.turn import Turn
 
 M, F, S, D = MtpDraftPolicy, DflashDraftPolicy, Speculation, SpeculativeDrafter
 CHOICE = DrafterChoice(D.MTP, True, False)
@@ -64,7 +66,9 @@ DISTINCT = {
     Options: [Options(), Options(speculation=S.OFF), Options(speculation=S.block(3)),
               Options(drafter=D.DFLASH), Options(temperature=0.0), Options(temperature=0.7),
               Options(engine_blocker=None), Options(engine_blocker="blocked"),
-              Options(ignored_keys=("contextLength",)), Options(warnings=("a hint",))],
+              Options(ignored_keys=("contextLength",)), Options(warnings=("a hint",)),
+              Options(rate_capped=True), Options(power_profile="balanced"),
+              Options(low_power_mode=True), Options(vision_sidecar="/tower")],
     PlanResult: [PlanResult(CHOICE, POLICIES, SpeculationEnabled(2)),
                  PlanResult(DrafterChoice(D.MTP, False, False), POLICIES,
                             SpeculationEnabled(2)),
@@ -72,7 +76,18 @@ DISTINCT = {
                  PlanResult(CHOICE, POLICIES, SpeculationEnabled(3)),
                  PlanResult(CHOICE, POLICIES, SpeculationDisabled("why")),
                  PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), ("contextLength",)),
-                 PlanResult(CHOICE, POLICIES, SpeculationDisabled("why"), (), None, "moe")],
+                 PlanResult(CHOICE, POLICIES, SpeculationDisabled("why"), (), None, "moe"),
+                 PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), turn=Turn(0.0, True, None))],
+    Turn: [Turn(0.0, True, None), Turn(0.2, False, "why"), Turn(0.7, False, "why"),
+           Turn(0.2, False, "another"), Turn(0.2, False, None)],
+    ManifestArch: [ManifestArch("qwen35", 5120, 248320, 8, 0, (2, 1), 0),
+                   ManifestArch("qwen36", 5120, 248320, 8, 0, (2, 1), 0),
+                   ManifestArch("qwen35", 4096, 248320, 8, 0, (2, 1), 0),
+                   ManifestArch("qwen35", 5120, 1000, 8, 0, (2, 1), 0),
+                   ManifestArch("qwen35", 5120, 248320, 4, 0, (2, 1), 0),
+                   ManifestArch("qwen35", 5120, 248320, 8, 256, (2, 1), 0),
+                   ManifestArch("qwen35", 5120, 248320, 8, 0, (1, 2), 0),
+                   ManifestArch("qwen35", 5120, 248320, 8, 0, (2, 1), 27)],
     Blocker: [Blocker("moe", "why"), Blocker("engine", "why"), Blocker("moe", "another")],
     SpeculationChoice: [SpeculationChoice(S.AUTO, D.AUTO, None, "refused", False),
                         SpeculationChoice(S.OFF, D.AUTO, None, "refused", False),
@@ -185,7 +200,8 @@ def test_equal_values_are_equal(a, b):
 REPRS = [
     (Options(speculation=S.block(3)),
      "Options(speculation=Speculation.block(3), drafter=SpeculativeDrafter.AUTO, "
-     "temperature=None, engine_blocker=ABSENT, ignored_keys=(), warnings=())"),
+     "temperature=None, engine_blocker=ABSENT, ignored_keys=(), warnings=(), "
+     "rate_capped=False, power_profile=None, low_power_mode=False, vision_sidecar=None)"),
     (M.fixed(2), "MtpDraftPolicy.fixed(2)"),
     (DraftPolicies(M.OFF, F.fixed(3)),
      "DraftPolicies(mtp=MtpDraftPolicy.OFF, dflash=DflashDraftPolicy.fixed(3))"),

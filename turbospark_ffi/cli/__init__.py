@@ -13,8 +13,9 @@
 
 Exit status: 0 done (for `plan`: planned, whether speculation is on or off),
 2 refused, as the engine's open refuses with its status 2 (an option value
-the open refuses, or a named block that cannot be served: the engine's or
-the original module's message, verbatim, on stderr), 1 anything else that went wrong (an invalid argument, an install
+the open refuses, an install it fails on, or a named block that cannot be
+served: the engine's or the original module's message, verbatim, on
+stderr), 1 anything else that went wrong (an invalid argument, an install
 that cannot be written) -- always one line on stderr, never a traceback.
 
 HOW `--json` STAYS BYTE-IDENTICAL TO THE C ABI: inspect, plan and choices
@@ -46,7 +47,8 @@ __all__ = ["main", "EXIT_OK", "EXIT_ERROR", "EXIT_REFUSED"]
 # Option key -> the flag that sets it, so that the grammar's refusal names
 # both what the person typed and what a host would send.
 FLAG_FOR_KEY = {"speculation": "--speculation", "speculativeDrafter": "--speculative-drafter",
-                "tsffi.temperature": "--temperature", "tsffi.engineBlocker": "--engine-blocker"}
+                "tsffi.temperature": "--temperature", "tsffi.engineBlocker": "--engine-blocker",
+                "tsffi.lowPowerMode": "--low-power-mode"}
 
 
 def quiet_stdout() -> None:

@@ -8,23 +8,28 @@ import argparse
 import sys
 
 from .common import EXIT_OK, EXIT_REFUSED, CliError, Formatter, request_for, text_arg, write_json
-from .report import WIDTH, Report, wrap, yes_no
+from .report import WIDTH, Report, plural, wrap, yes_no
 
 __all__ = ["register", "plan_options", "run_plan", "run_choices"]
 
 PLAN_DESCRIPTION = """
 What the library decides for the install in DIR: which drafter to open, the
-draft policies to open it with, and whether speculation runs -- with the
-note and the reason in plain words. The flags build the same options object
+draft policies to open it with, whether the session speculates -- with the
+note and the reason in plain words -- and whether a turn sent at
+--temperature actually does (through the C ABI a turn speculates only at
+temperature 0, without rate control; the engine binding's default is 0.2). The flags build the same options object
 a host passes to tsffi_speculation_plan; --json prints exactly what that call
 returns for it. DIR may be an installed alias, resolved as in inspect.
 
 Exit status: 0 planned (speculation on or off); 2 refused, as the engine's
 open refuses with its status 2: an option value the open's mapping refuses,
-with the engine's message alone on stderr, or a named block that cannot be
-served, with the engine's message on stderr, verbatim (it names the engine's
-own flag, --speculative, which is --speculation here) and what that means on
-stdout; 1 anything else: options the engine's decoder refuses ("options: "
+with the engine's message alone on stderr; an install the open fails on (not
+a directory, its manifest.json's arch, its resident index, a dtype gate, a
+drafter it cannot build), with the open's message on stderr, verbatim, and
+what failed on stdout; or a named block that cannot be served, with the
+engine's message on stderr, verbatim (it names the engine's own flag,
+--speculative, which is --speculation here) and what that means on stdout;
+1 anything else: options the engine's decoder refuses ("options: "
 and serde's text), an invalid argument (one line naming the option key, the
 value and the accepted set).
 """
@@ -34,6 +39,7 @@ examples:
   turbospark-ffi plan DIR                       auto: what a default open does
   turbospark-ffi plan DIR --speculation 2       a named block (may be refused)
   turbospark-ffi plan DIR --speculative-drafter dflash --speculation 2
+  turbospark-ffi plan DIR --temperature 0        a greedy turn: does it speculate?
   turbospark-ffi plan DIR --no-engine-blocker --json
   turbospark-ffi plan DIR --options '{"maxContext": 8192, "speculation": 2}'
 """
@@ -43,20 +49,23 @@ What every item of a settings pane's two pickers would do for the install in
 DIR: speculation auto, off and each block 1..15 (rows) by drafter auto, mtp
 and dflash (columns), each cell the answer tsffi_speculation_plan gives for
 the options with that row and column added. A cell is "on B (drafter)",
-"off" (asked for), "off: WHY [n]" or "refused [n]" (a named block that cannot
-be served); each numbered text is listed once below the grid, verbatim.
+"off" (asked for), "off: WHY [n]", "refused [n]" (a named block that cannot
+be served) or "open fails [n]" (the open cannot build that drafter); each
+numbered text is listed once below the grid, verbatim. The "turn" line says
+whether a turn sent at --temperature speculates in the cells that are on.
 --json prints exactly what tsffi_speculation_choices returns. DIR may be an
 installed alias, resolved as in inspect.
 
 Exit status: 0 when the table was made (refused items included); 2 an
-option value the engine's open refuses (its message alone on stderr); 1
+option value the engine's open refuses, or an install it fails on whatever
+is asked (its message alone on stderr); 1
 anything else (options the engine's decoder refuses, an invalid argument).
 """
 
 CHOICES_EPILOG = """
 examples:
   turbospark-ffi choices DIR                    what each item does by default
-  turbospark-ffi choices DIR --temperature 0.7  a sampled run
+  turbospark-ffi choices DIR --temperature 0    greedy turns: which speculate
   turbospark-ffi choices DIR --engine-blocker "the vision tower is active"
   turbospark-ffi choices DIR --json
 """
@@ -74,7 +83,7 @@ def register(sub) -> None:
     plan.add_argument("--speculative-drafter", dest="drafter", metavar="auto|mtp|dflash",
                       help="which drafter: auto (whichever the install carries; the "
                            "default), mtp or dflash (option key speculativeDrafter)")
-    add_temperature_and_blocker(plan)
+    add_preview_inputs(plan)
     add_options_text(plan)
     plan.add_argument("--json", action="store_true",
                       help="print exactly what tsffi_speculation_plan returns")
@@ -85,7 +94,7 @@ def register(sub) -> None:
                              epilog=CHOICES_EPILOG)
     choices.add_argument("dir", metavar="DIR",
                          help="the install directory, or an installed alias")
-    add_temperature_and_blocker(choices)
+    add_preview_inputs(choices)
     add_options_text(choices)
     choices.add_argument("--json", action="store_true",
                          help="print exactly what tsffi_speculation_choices returns")
@@ -93,14 +102,19 @@ def register(sub) -> None:
     choices.set_defaults(run=run_choices, speculation=None, drafter=None)
 
 
-def add_temperature_and_blocker(command: argparse.ArgumentParser) -> None:
+def add_preview_inputs(command: argparse.ArgumentParser) -> None:
     """The options `plan` and `choices` share: the ones a whole table holds
     fixed while it varies speculation and the drafter."""
     command.add_argument("--temperature", metavar="T",
-                         help="what a sampled run at this temperature (a number >= 0) would "
-                              "decide: a question the engine's open does not ask (it assumes "
-                              "deterministic decoding, as does the plan without this flag); "
-                              "option key tsffi.temperature")
+                         help="the temperature the host sends its turns at (a number >= 0; "
+                              "without this flag the engine binding's default, 0.2): only a "
+                              "turn at 0 speculates. The session itself is decided as the "
+                              "open decides it, greedy assumed, whatever this says (option key "
+                              "tsffi.temperature)")
+    command.add_argument("--low-power-mode", action="store_true",
+                         help="the Mac is in Low Power Mode, so an absent powerProfile "
+                              "resolves to efficiency, whose rate control makes every turn "
+                              "sequential (option key tsffi.lowPowerMode)")
     blocker = command.add_mutually_exclusive_group()
     blocker.add_argument("--engine-blocker", metavar="TEXT",
                          help="the engine's own reason not to speculate, as a host that has "
@@ -146,6 +160,8 @@ def plan_options(args: argparse.Namespace) -> dict:
     preview: dict = {}
     if args.temperature is not None:
         preview["temperature"] = temperature_value(args.temperature)
+    if args.low_power_mode:
+        preview["lowPowerMode"] = True
     if args.no_engine_blocker:
         preview["engineBlocker"] = None
     elif args.engine_blocker is not None:
@@ -166,13 +182,15 @@ def options_text(args: argparse.Namespace) -> str:
     if flags:
         raise CliError("--options is the whole options object, sent verbatim; accepts it "
                        "without --speculation, --speculative-drafter, --temperature, "
-                       "--engine-blocker or --no-engine-blocker (put those keys in the object)")
+                       "--low-power-mode, --engine-blocker or --no-engine-blocker (put those "
+                       "keys in the object)")
     return text_arg(args.options_text, "--options")
 
 
 def option_refused(exc: Exception) -> int:
-    """The engine's open refuses an option value (its status 2): its message,
-    bare and verbatim, alone on stderr, as the host shows it."""
+    """The engine's open refuses an option value, or the install whatever is
+    asked (its status 2): its message, bare and verbatim, alone on stderr, as
+    the host shows it."""
     sys.stderr.write(str(exc) + "\n")
     sys.stderr.flush()
     return EXIT_REFUSED
@@ -182,7 +200,7 @@ def option_refused(exc: Exception) -> int:
 # plan
 
 def run_plan(args: argparse.Namespace) -> int:
-    from ..errors import OptionRefused, SpeculationRefused
+    from ..errors import OpenRefused, OptionRefused, SpeculationRefused
     from ..wire import plan_json, plan_to_dict
 
     options_json = options_text(args)
@@ -194,29 +212,51 @@ def run_plan(args: argparse.Namespace) -> int:
         if args.json:
             return write_json(plan_json(req))
         plan = plan_to_dict(req.plan())
-    except SpeculationRefused as exc:
+    except (SpeculationRefused, OpenRefused) as exc:
         if not args.json:
-            refused_report(req.model_dir, options_json)
-        # The original module's message, verbatim: a host shows exactly this.
+            refused_report(req.model_dir, options_json, exc)
+        # The engine's (or the original module's) message, verbatim: a host
+        # shows exactly this.
         sys.stderr.write(str(exc) + "\n")
         sys.stderr.flush()
         return EXIT_REFUSED
-    plan_report(req.model_dir, options_json, args.drafter, plan)
+    plan_report(req.model_dir, options_json, args.drafter, plan,
+                req.options.temperature is None)
     return EXIT_OK
 
 
-def refused_report(model_dir: str, options_json: str) -> None:
+# Where the engine's open stopped (OpenRefused.stage), in words: the message
+# on stderr is the open's own, which does not always say which file it read.
+OPEN_STAGES = {
+    "directory": "DIR is not a directory the open can read",
+    "manifest": "it reads manifest.json's arch first, and refuses this one",
+    "index": "it cannot read the resident index of model_weights.bin",
+    "dtypeGate": "a tensor's dtype is one no reader of the open serves",
+    "mtpBuild": "it cannot build the MTP head's state from the resident tensors",
+    "dflashBuild": "it cannot build the DFlash2 drafter's state for this trunk",
+}
+
+
+def refused_report(model_dir: str, options_json: str, exc: Exception) -> None:
     """What a refusal means, on stdout before the message goes to stderr
-    (alone, verbatim, one line): the message is the engine's, and the flag it
-    names, --speculative, is the engine's own command line's, not this one's
-    (a person who typed --speculation would look for a flag they never gave)."""
+    (alone, verbatim, one line). The open's failure: where it stopped. A
+    named block: the message is the engine's, and the flag it names,
+    --speculative, is the engine's own command line's, not this one's (a
+    person who typed --speculation would look for a flag they never gave)."""
+    from ..errors import OpenRefused
     out = Report(sys.stdout, 13)
     out.row("install", model_dir, keep=(model_dir,))
     out.row("options", options_json)
-    out.row("speculation", f"the named block cannot be served on this install (exit status "
-            f"{EXIT_REFUSED}); the message on stderr is the engine's, verbatim, and its "
-            '"--speculative" is the engine\'s own command-line flag: here it is '
-            "--speculation, option key speculation", status="REFUSED:", tone="bad")
+    if isinstance(exc, OpenRefused):
+        stage = OPEN_STAGES.get(exc.stage, "it fails on this install")
+        out.row("open", f"the engine's open fails on this install: {stage} (exit status "
+                f"{EXIT_REFUSED}); the message on stderr is the open's, verbatim",
+                status="REFUSED:", tone="bad")
+    else:
+        out.row("speculation", f"the named block cannot be served on this install (exit "
+                f"status {EXIT_REFUSED}); the message on stderr is the engine's, verbatim, "
+                'and its "--speculative" is the engine\'s own command-line flag: here it is '
+                "--speculation, option key speculation", status="REFUSED:", tone="bad")
     out.flush()
 
 
@@ -230,7 +270,8 @@ def mode_words(policy: dict) -> str:
     return MODE_WORDS.get(policy["mode"], policy["mode"])
 
 
-def plan_report(model_dir: str, options_json: str, requested: str | None, plan: dict) -> None:
+def plan_report(model_dir: str, options_json: str, requested: str | None, plan: dict,
+                default_temperature: bool) -> None:
     out = Report(sys.stdout, 13)
     choice, policies, spec = plan["drafter"], plan["draftPolicies"], plan["speculation"]
     out.row("install", model_dir, keep=(model_dir,))
@@ -243,6 +284,7 @@ def plan_report(model_dir: str, options_json: str, requested: str | None, plan: 
         out.row("speculation", "as asked (--speculation off)", status="OFF,", tone="dim")
     else:
         out.row("speculation", "(the reason is below)", status="OFF", tone="warn")
+    turn_row(out, plan["turn"], default_temperature)
     how = "as asked" if requested in ("mtp", "dflash") else "resolved by auto from the index"
     out.row("drafter", f"{choice['drafter']} ({DRAFTER_NAMES[choice['drafter']]}), {how}")
     out.more(f"the install carries an MTP head: {yes_no(choice['installHasMtpHead'])}; "
@@ -261,6 +303,32 @@ def plan_report(model_dir: str, options_json: str, requested: str | None, plan: 
     out.flush()
 
 
+def turn_words(turn: dict, default_temperature: bool) -> tuple[str, str, str]:
+    """(status, text, tone) of a plan's turn: whether a turn the host sends
+    speculates (the session drafting is not enough: the engine falls back
+    to sequential decoding silently, so the reason is shown whole)."""
+    at = f"at temperature {temperature_words(turn['temperature'])}" + (
+        " (the engine binding's default)" if default_temperature else "")
+    if turn["speculates"]:
+        return "SPECULATES", at, "good"
+    if turn["reason"] is not None:
+        return "SEQUENTIAL:", turn["reason"], "warn"
+    return "sequential", f"{at}: the session does not draft", "dim"
+
+
+def temperature_words(t: float) -> str:
+    """A turn's temperature as a person reads it: the JSON's number without a
+    trailing ".0" (0, 0.2, 1)."""
+    from ..rust_text import compact
+    text = compact(float(t))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def turn_row(out: Report, turn: dict, default_temperature: bool) -> None:
+    status, text, tone = turn_words(turn, default_temperature)
+    out.row("turn", text, status=status, tone=tone)
+
+
 def warning_rows(out: Report, warnings: list[str] | tuple[str, ...]) -> None:
     """The hints about the options (a near-miss key, a key that moved into
     "tsffi"), verbatim: keys the open ignores, so nothing was refused."""
@@ -272,17 +340,20 @@ def warning_rows(out: Report, warnings: list[str] | tuple[str, ...]) -> None:
 # choices
 
 def run_choices(args: argparse.Namespace) -> int:
-    from ..errors import OptionRefused
+    from ..errors import OpenRefused, OptionRefused
     from ..wire import choices_json
 
     options_json = options_text(args)
     try:
         req = request_for(args.dir, options_json)
-    except OptionRefused as exc:
+        if args.json:
+            return write_json(choices_json(req))
+        table = req.choices()
+    except (OptionRefused, OpenRefused) as exc:
+        # An install the open fails on whatever is asked: the call fails
+        # whole, as every item would, with the open's message.
         return option_refused(exc)
-    if args.json:
-        return write_json(choices_json(req))
-    choices_report(req.choices(), options_json)
+    choices_report(table, options_json, req.options.temperature is None)
     return EXIT_OK
 
 
@@ -291,15 +362,16 @@ def short_names() -> dict:
     (PlanResult.reason_code, owned by the module that words the reason); a
     reason without one is shown by its footnote only. The full text is
     always listed below the grid."""
-    from .. import blockers, expert_layout, policy, resident_index
+    from .. import blockers, policy
+    # (Since ABI 4 an unreadable index is the open's refusal, not a reason,
+    # and the open never reaches the sampled arm: neither code is a cell's.)
     return {policy.REASON_DFLASH_OPT_IN: "DFlash2 opt-in", policy.REASON_ENGINE: "engine",
-            policy.REASON_SAMPLED: "sampled", blockers.REASON_NO_MTP_HEAD: "no MTP head",
+            blockers.REASON_VISION: "vision",
+            blockers.REASON_NO_MTP_HEAD: "no MTP head",
             blockers.REASON_NO_DFLASH: "no DFlash2", blockers.REASON_MOE: "MoE",
             blockers.REASON_NO_PROBE_LAYER: "no probe layer",
             blockers.REASON_PROBE_ABSENT: "verify probe",
-            blockers.REASON_PROBE_DTYPE: "verify probe",
-            resident_index.REASON_UNREADABLE_INDEX: "bad index",
-            expert_layout.REASON_UNREADABLE_LAYOUT: None}
+            blockers.REASON_PROBE_DTYPE: "verify probe"}
 
 
 CELL = 24  # 8 + 24 + 24 + 23 columns: the grid fits 79
@@ -321,7 +393,11 @@ def cell(item, short: dict, notes: Footnotes) -> tuple[str, str]:
     """A grid cell's text and tone for one item of the table."""
     from ..policy import REFUSAL_PREFIX
     if item.plan is None:
-        return f"refused [{notes.number(item.refusal[len(REFUSAL_PREFIX):])}]", "bad"
+        if item.refusal.startswith(REFUSAL_PREFIX):
+            return f"refused [{notes.number(item.refusal[len(REFUSAL_PREFIX):])}]", "bad"
+        # The open's own failure building the item's drafter: its message
+        # whole (it has no prefix to take off).
+        return f"open fails [{notes.number(item.refusal)}]", "bad"
     spec = item.plan.speculation
     if spec.enabled:
         return f"on {spec.block} ({item.plan.choice.drafter.value})", "good"
@@ -348,7 +424,29 @@ def grid_lines(out: Report, items, notes: Footnotes) -> list[str]:
     return lines
 
 
-def choices_report(table, options_json: str) -> None:
+def table_turn_row(out: Report, items, default_temperature: bool) -> None:
+    """The turn of the cells that are on. The table holds the temperature and
+    rate control fixed, so their turns agree; each distinct one is shown
+    (with its cells' count) rather than assumed to."""
+    turns: dict = {}
+    for item in items:
+        if item.plan is not None and item.plan.speculation.enabled:
+            turn = item.plan.turn
+            key = (turn.temperature, turn.speculates, turn.reason)
+            turns[key] = turns.get(key, 0) + 1
+    if not turns:
+        out.row("turn", "no cell drafts, so no turn speculates", status="sequential:",
+                tone="dim")
+        return
+    for (temperature, speculates, reason), count in turns.items():
+        status, text, tone = turn_words({"temperature": temperature, "speculates": speculates,
+                                         "reason": reason}, default_temperature)
+        cells = "every cell that is on" if len(turns) == 1 else plural(count, "cell")
+        text = f"{text}, in {cells}" if speculates else f"in {cells}: {text}"
+        out.row("turn", text, status=status.rstrip(":"), tone=tone)
+
+
+def choices_report(table, options_json: str, default_temperature: bool) -> None:
     from ..errors import SpeculationRefused
     from ..policy import REFUSAL_PREFIX
     out = Report(sys.stdout, 9)
@@ -358,6 +456,7 @@ def choices_report(table, options_json: str) -> None:
              "row's speculation and that column's speculativeDrafter added)", tone="dim")
     out.row("carries", f"an MTP head: {yes_no(table.install_has_mtp_head)}; a DFlash2 "
             f"drafter: {yes_no(table.install_has_dflash)}")
+    table_turn_row(out, table.choices, default_temperature)
     warning_rows(out, table.warnings)
     notes = Footnotes()
     out.lines.extend(grid_lines(out, table.choices, notes))
@@ -365,8 +464,14 @@ def choices_report(table, options_json: str) -> None:
     for number, text in enumerate(notes.texts, 1):
         out.lines.extend(wrap(text, WIDTH, initial_indent=f"[{number}] ".ljust(5),
                               subsequent_indent=" " * 5))
-    if any(item.plan is None for item in table.choices):
+    refusals = [item.refusal for item in table.choices if item.plan is None]
+    if any(text.startswith(REFUSAL_PREFIX) for text in refusals):
         out.lines.extend(wrap(
             f'refused: the plan call fails (status {SpeculationRefused.status}) with '
             f'"{REFUSAL_PREFIX.strip()} " followed by the numbered text, verbatim', WIDTH))
+    if not all(text.startswith(REFUSAL_PREFIX) for text in refusals):
+        out.lines.extend(wrap(
+            f"open fails: the plan call fails (status {SpeculationRefused.status}) with the "
+            "numbered text, verbatim: the engine's open cannot build that item's drafter",
+            WIDTH))
     out.flush()

@@ -11,20 +11,24 @@ from .report import Report, plural
 __all__ = ["register", "run"]
 
 DESCRIPTION = """
-What the files of the install in DIR say, as the library reads them: whether
-the resident index of model_weights.bin is readable (or the exact reason and
-the check that tripped), its entry count and size, whether the MTP head (15
-tensors) and the DFlash2 drafter (81) are present and complete or partial
-(and which tensors are missing), the verify probe's layer and dtype, the
-routed experts, and the blocker the engine would give for each drafter.
+What the files of the install in DIR say, as the library reads them: the
+architecture in manifest.json's arch (which the engine's open reads first,
+and refuses when it is missing or invalid), whether the resident index of
+model_weights.bin is readable (or the exact reason and the check that
+tripped), its entry count and size, whether the MTP head (15 tensors) and
+the DFlash2 drafter (81) are present and complete or partial (and which
+tensors are missing), the verify probe's layer and dtype, the routed
+experts, whether the open gets past the install's files (or its message),
+and the blocker the engine would give for each drafter.
 
 DIR is a directory or an installed alias, resolved as the engine's open
 resolves it: an existing directory wins, then the rows of installed.json
 under $TURBOSPARK_HOME (else $HOME/.turbospark), then its default install
 paths; the "install" line names the directory read.
 
-Exit status 0 whenever DIR was read, even when its index is not readable
-(that is what this command is for); 1 for an invalid DIR.
+Exit status 0 whenever DIR was read, even when its index is not readable or
+the open would refuse it (that is what this command is for); 1 for an
+invalid DIR.
 """
 
 
@@ -46,14 +50,32 @@ def run(args: argparse.Namespace) -> int:
     info = install_info_to_dict(req.snapshot)
     out = Report(sys.stdout, 18)
     out.row("install", info["modelDir"], keep=(info["modelDir"],))
+    arch_rows(out, info)
     index_rows(out, info)
     drafter_rows(out, "MTP head", info["mtpHead"], "mtp.fc.weight")
     drafter_rows(out, "DFlash2 drafter", info["dflashDrafter"], "dflash.fc.weight")
     probe_rows(out, info)
     experts_row(out, info["experts"])
-    preview_rows(out, info["blockerPreview"])
+    open_row(out, info["openError"])
+    preview_rows(out, info["blockerPreview"], info["openError"])
     out.flush()
     return EXIT_OK
+
+
+def arch_rows(out: Report, info: dict) -> None:
+    """manifest.json's arch, as the engine's open reads it (first): the facts
+    its blockers and drafter checks take, or its refusal."""
+    arch = info["arch"]
+    if arch is None:
+        out.row("arch", info["manifestError"], status="UNUSABLE:", tone="bad")
+        return
+    experts = ("dense" if arch["numExperts"] == 0
+               else f"MoE, {plural(arch['numExperts'], 'routed expert')}")
+    vision = ("no vision tower" if arch["visionDepth"] == 0
+              else f"a vision tower of depth {arch['visionDepth']}")
+    out.row("arch", f"family {arch['family']}, {plural(arch['numLayers'], 'layer')}, "
+            f"hidden size {arch['hiddenSize']:,}, vocabulary {arch['vocabSize']:,}; "
+            f"{experts}; {vision} (manifest.json)")
 
 
 def index_rows(out: Report, info: dict) -> None:
@@ -92,12 +114,18 @@ def probe_rows(out: Report, info: dict) -> None:
     if not info["indexReadable"]:
         out.row("probe", "(the index is unreadable)", status="unknown", tone="warn")
         return
+    if info["arch"] is None:
+        out.row("probe", "(the manifest's arch, which names the layers, is unusable)",
+                status="unknown", tone="warn")
+        return
     probe = info["probe"]
     if probe is None:
-        out.row("probe", "no full-attention layer (no language_model.model.layers.N."
-                "self_attn.* tensor) for the verify pass to probe", status="none:", tone="warn")
+        out.row("probe", "no full-attention layer (the manifest's fullAttentionLayerMask "
+                "marks every layer linear) for the verify pass to probe", status="none:",
+                tone="warn")
         return
-    out.row("probe", f"layer {probe['layer']}, the first full-attention layer")
+    out.row("probe", f"layer {probe['layer']}, the first full-attention layer (the "
+            "manifest's fullAttentionLayerMask)")
     out.more(probe["tensor"])
     if not probe["present"]:
         out.more("is absent from the resident index", tone="warn")
@@ -123,12 +151,26 @@ def experts_row(out: Report, experts: dict) -> None:
                 tone="warn")
 
 
-def preview_rows(out: Report, preview: dict) -> None:
+def open_row(out: Report, error: str | None) -> None:
+    if error is None:
+        out.row("open", "the directory, the manifest's arch, the resident index and its "
+                "dtypes pass the engine's open", status="passes:", tone="good")
+        return
+    out.row("open", error, status="REFUSED:", tone="bad")
+    out.more("the engine's open fails on this install whatever the options ask: plan and "
+             "choices exit 2 with this message", tone="dim")
+
+
+def preview_rows(out: Report, preview: dict, open_error: str | None) -> None:
     out.row("blocker preview", "what the engine would give as its reason not to speculate, "
             "read from the files (before any open)", tone="dim")
     for key, label in (("mtp", "mtp"), ("dflash", "dflash")):
         reason = preview[key]
-        if reason is None:
+        if open_error is not None:
+            # null here is "not asked", not "nothing stands in the way".
+            out.row(label, "(the open fails first)", status="none asked", tone="dim",
+                    indent=2)
+        elif reason is None:
             out.row(label, "nothing in the files stands in the way", status="none:",
                     tone="good", indent=2)
         else:

@@ -12,8 +12,9 @@ from .common import EXIT_ERROR, Formatter
 __all__ = ["Parser", "build_parser"]
 
 EPILOG = """
-Exit status: 0 done; 2 refused (plan: a named block that cannot be served,
-the library's message on stderr, verbatim); 1 anything else (an invalid
+Exit status: 0 done; 2 refused (plan, choices: an option value or an install
+the engine's open refuses, or a named block that cannot be served, the
+message on stderr, verbatim); 1 anything else (an invalid
 argument, an install that cannot be written), as one line on stderr.
 
 Colour only when stdout is a terminal and NO_COLOR is unset.
