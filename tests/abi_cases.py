@@ -86,9 +86,14 @@ MOE_8 = blocker("mtp", "moe", experts=8)
 MOE_8_DFLASH = blocker("dflash", "moe", experts=8)
 # The "unreadable" install is 10 bytes of 0x01: shorter than the header.
 UNREADABLE = corrupt("short_header")
-# The "missing" install has no model_weights.bin: the engine's open fails
-# with the OS error (ENOENT), and names no path.
-MISSING = io_failed("open", 2)
+# The "missing" install does not exist: the engine's open refuses the name
+# (the message quotes it, so the table matches its tail).
+MISSING = Has(" is not a directory (and matched no installed alias)")
+# What a turn at the binding's default temperature says on a session that
+# drafts (turbospark_ffi/turn.py's words, written out).
+TURN_AT_DEFAULT = ("this session drafts, but a turn speculates only at temperature 0 and this "
+                   "turn's temperature is 0.2 (the engine binding's default): it decodes "
+                   "sequentially (send temperature 0 to speculate)")
 
 
 # ---------------------------------------------------------------------------
@@ -123,8 +128,9 @@ def materialize(root: Path) -> dict[str, Path]:
     for name, spec in INSTALLS.items():
         path = root / name
         if spec.write == "unreadable":
-            path.mkdir(parents=True)
-            # Shorter than the 24-byte header: no index to read.
+            # A valid install whose index is shorter than the 24-byte
+            # header: the open gets past the manifest and fails on it.
+            write_install(path)
             (path / "model_weights.bin").write_bytes(b"\x01" * 10)
         elif spec.write == "missing":
             pass  # never created
@@ -236,8 +242,22 @@ def _choice(drafter, mtp, dflash, note=None) -> dict:
 CHOICE_MTP = _choice("mtp", True, False)
 CHOICE_NOTE = _choice("mtp", False, True, DFLASH_NOTE)
 
-def _plan(choice, policies, speculation, ignored=(), warnings=()) -> dict:
+def _turn(speculation, temperature=None) -> dict:
+    """The turn at `temperature` (None: the binding's default 0.2) on a
+    session whose answer is `speculation`."""
+    t = 0.2 if temperature is None else temperature
+    if speculation["block"] is None:
+        return {"temperature": t, "speculates": False, "reason": None}
+    if t == 0:
+        return {"temperature": t, "speculates": True, "reason": None}
+    reason = TURN_AT_DEFAULT if temperature is None else TURN_AT_DEFAULT.replace(
+        "0.2 (the engine binding's default)", str(t))
+    return {"temperature": t, "speculates": False, "reason": reason}
+
+
+def _plan(choice, policies, speculation, ignored=(), warnings=(), temperature=None) -> dict:
     return {"drafter": choice, "draftPolicies": policies, "speculation": speculation,
+            "turn": _turn(speculation, temperature),
             "ignoredKeys": list(ignored), "warnings": list(warnings)}
 
 
@@ -413,8 +433,10 @@ CASES: list[Case] = [
     # a top-level array is read positionally, as the open reads it
     Case("spec-json-array", "resolve_speculation", "TSFFI_OK", options=b"[]",
          json=_spec(2, "mtp")),
+    # 0a45c54's 18 fields: speculation is element 7, the drafter 8.
     Case("spec-json-array-positional", "resolve_speculation", "TSFFI_OK",
-         options=b'[null, null, null, null, null, null, 4, "dflash"]', json=_spec(4, "dflash")),
+         options=b'[null, null, null, null, null, null, null, 4, "dflash"]',
+         json=_spec(4, "dflash")),
     Case("spec-json-null", "resolve_speculation", "TSFFI_ERR_JSON", options=b"null",
          message=serde("invalid type: null, expected struct OpenOptions at line 1 column 4")),
     Case("spec-json-number", "resolve_speculation", "TSFFI_ERR_JSON", options=b"42",
@@ -576,14 +598,21 @@ CASES: list[Case] = [
          options=_j({"speculativeDrafter": "dflash"}),
          json=_plan(_choice("dflash", False, True), _pol(dflash=("auto", None)),
                     _spec(2, "dflash"))),
+    # The session is the open's answer (greedy assumed): a sampled turn
+    # leaves DFlash2 on, and the turn says it will not speculate.
     Case("plan-dflash-opt-in-sampled-auto", "speculation_plan", "TSFFI_OK", install="dflash",
          options=_j({"speculativeDrafter": "dflash", "temperature": 0.7}),
          json=_plan(_choice("dflash", False, True), _pol(dflash=("auto", None)),
-                    _spec(None, None, SAMPLED_REASON))),
-    Case("plan-dflash-opt-in-sampled-block", "speculation_plan", "TSFFI_ERR_REFUSED",
+                    _spec(2, "dflash"), temperature=0.7)),
+    Case("plan-dflash-opt-in-sampled-block", "speculation_plan", "TSFFI_OK",
          install="dflash",
          options=_j({"speculativeDrafter": "dflash", "speculation": 2, "temperature": 0.7}),
-         message=REFUSAL_PREFIX + SAMPLED_REASON),
+         json=_plan(_choice("dflash", False, True), _pol(dflash=("fixed", 2)),
+                    _spec(2, "dflash"), temperature=0.7)),
+    Case("plan-dflash-greedy-turn", "speculation_plan", "TSFFI_OK", install="dflash",
+         options=_j({"speculativeDrafter": "dflash", "temperature": 0}),
+         json=_plan(_choice("dflash", False, True), _pol(dflash=("auto", None)),
+                    _spec(2, "dflash"), temperature=0.0)),
     Case("plan-mtp-auto", "speculation_plan", "TSFFI_OK", install="mtp", options=b"{}",
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(2, "mtp"))),
     Case("plan-mtp-block", "speculation_plan", "TSFFI_OK", install="mtp",
@@ -632,13 +661,13 @@ CASES: list[Case] = [
          json=_plan(_choice("mtp", False, False), _pol(mtp=("auto", None)), _spec(2, "mtp"))),
     Case("plan-moe-auto", "speculation_plan", "TSFFI_OK", install="moe", options=b"{}",
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(None, None, MOE_8))),
-    Case("plan-unreadable-auto", "speculation_plan", "TSFFI_OK", install="unreadable",
-         options=b"{}",
-         json=_plan(_choice("mtp", None, None), _pol(mtp=("auto", None)),
-                    _spec(None, None, UNREADABLE))),
+    # An install the open refuses: its message, bare, whatever is asked.
+    Case("plan-unreadable-auto", "speculation_plan", "TSFFI_ERR_REFUSED", install="unreadable",
+         options=b"{}", message=UNREADABLE),
+    Case("plan-unreadable-off", "speculation_plan", "TSFFI_ERR_REFUSED", install="unreadable",
+         options=_j({"speculation": "off"}), message=UNREADABLE),
     Case("plan-missing-block-refused", "speculation_plan", "TSFFI_ERR_REFUSED",
-         install="missing", options=_j({"speculation": 2}),
-         message=REFUSAL_PREFIX + MISSING),
+         install="missing", options=_j({"speculation": 2}), message=MISSING),
     Case("plan-ignored-keys", "speculation_plan", "TSFFI_OK", install="mtp",
          options=_j({"contextLength": 4096, "speculation": "auto", "kvCache": {"bits": 8}}),
          json=_plan(CHOICE_MTP, _pol(mtp=("auto", None)), _spec(2, "mtp"),
@@ -698,10 +727,13 @@ CASES: list[Case] = [
         blockerPreview=Subset(mtp=MOE_8, dflash=MOE_8_DFLASH))),
     Case("info-unreadable", "install_info", "TSFFI_OK", install="unreadable", json=Subset(
         indexReadable=False, indexError=UNREADABLE, entryCount=None,
-        indexBytes=None, installHasMtpHead=None, installHasDflash=None, probe=None)),
+        indexBytes=None, installHasMtpHead=None, installHasDflash=None, probe=None,
+        manifestError=None, openError=UNREADABLE)),
+    # Install info describes even what the open refuses, and says so.
     Case("info-missing", "install_info", "TSFFI_OK", install="missing", json=Subset(
-        indexReadable=False, indexError=MISSING, entryCount=None,
-        installHasMtpHead=None, installHasDflash=None)),
+        indexReadable=False, indexError=io_failed("open", 2), entryCount=None,
+        installHasMtpHead=None, installHasDflash=None, arch=None,
+        manifestError=Has("/manifest.json: No such file or directory (os error 2)"))),
     Case("info-null-dir", "install_info", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=NULL,
          message=Has("model_dir")),
     Case("info-empty-dir", "install_info", "TSFFI_ERR_INVALID_ARGUMENT", model_dir=b"",
@@ -719,12 +751,10 @@ CASES: list[Case] = [
     Case("choices-null-options", "speculation_choices", "TSFFI_OK", install="dflash",
          options=NULL,
          json=Subset(install={"installHasMtpHead": False, "installHasDflash": True})),
-    Case("choices-unreadable-unknown", "speculation_choices", "TSFFI_OK", install="unreadable",
-         options=b"{}", json=Subset(install={"installHasMtpHead": None,
-                                             "installHasDflash": None})),
-    Case("choices-missing-unknown", "speculation_choices", "TSFFI_OK", install="missing",
-         options=b"{}", json=Subset(install={"installHasMtpHead": None,
-                                             "installHasDflash": None})),
+    Case("choices-unreadable-refused", "speculation_choices", "TSFFI_ERR_REFUSED",
+         install="unreadable", options=b"{}", message=UNREADABLE),
+    Case("choices-missing-refused", "speculation_choices", "TSFFI_ERR_REFUSED",
+         install="missing", options=b"{}", message=MISSING),
     Case("choices-ignored-keys", "speculation_choices", "TSFFI_OK", install="both",
          options=_j({"contextLength": 4096, "kvCache": {"bits": 8}}),
          json=Subset(ignoredKeys=["contextLength", "kvCache"])),

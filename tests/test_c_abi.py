@@ -274,7 +274,7 @@ def test_last_error_semantics(hosts, installs):
     expected += [
         f"capL ret={L} strlen={L - 1} beyond=#",
         f"capL+1 ret={L} strlen={L} beyond=#",
-        f"reread len={L}", f"abi_version=3 len={L}",
+        f"reread len={L}", f"abi_version=4 len={L}",
         f"string_free(NULL) len={L}", f"string_free(result) len={L}",
         "replaced status=4 len_changed=1",
         "replaced mentions_serde_eof=1 mentions_block=0",
@@ -420,7 +420,8 @@ HEADER_BOTH_LINES = [
     'resolve_speculation 2 NULL len>16 truncated "--speculative w"',
     "resolve_drafter 0",
     'draft_policies 0 {"mtp":{"mode":"fixed","block":2},"dflash":{"mode":"off","block":null}}',
-    "speculation_plan 0",
+    # A path that is not a directory: the open's refusal (ABI 4).
+    "speculation_plan 2",
     "install_info 0",
     "codes 0 1 2 4 6 9",
 ]

@@ -236,6 +236,10 @@ def test_inspect_none(installs, abi):
     assert "language_model.model.layers.3.self_attn.q_proj.weight" in out
     assert "dtype 4 (INT4 affine), which the batched verify covers" in out
     assert "dense: packed_experts/layout.json routes no experts" in out
+    assert ("arch family qwen35, 4 layers, hidden size 5,120, vocabulary 248,320; dense; no "
+            "vision tower (manifest.json)") in squash(out)
+    assert ("open passes: the directory, the manifest's arch, the resident index and its dtypes "
+            "pass the engine's open") in squash(out)
     assert "carries no multi-token-prediction head" in squash(out)
     assert "carries no DFlash2 drafter" in squash(out)
 
@@ -346,6 +350,26 @@ def test_inspect_unreadable_index(installs, abi, name, check):
     assert '"unknown" (null), which is not "absent"' in out
     assert "MTP head unknown (the index is unreadable)" in out
     assert "DFlash2 drafter unknown (the index is unreadable)" in out
+    # The open refuses it: the blocker preview is not asked ("none" would
+    # say nothing stands in the way).
+    assert f"open REFUSED: {squash(info['openError'])} the engine's open fails on this install " \
+        "whatever the options ask: plan and choices exit 2 with this message" in out
+    assert "mtp none asked (the open fails first) dflash none asked (the open fails first)" \
+        in out
+    assert "nothing in the files stands in the way" not in out
+
+
+def test_inspect_manifest_refused(installs):
+    out = squash(run("inspect", installs["short_header"]).stdout)
+    assert (f"arch UNUSABLE: no manifest.json at {installs['short_header']}/manifest.json: No "
+            "such file or directory (os error 2)") in out
+    assert "probe unknown (the index is unreadable)" in out
+
+
+def test_inspect_moe_arch(installs):
+    out = squash(run("inspect", installs["moe"]).stdout)
+    assert ("arch family qwen36, 8 layers, hidden size 5,120, vocabulary 248,320; MoE, 256 "
+            "routed experts; no vision tower (manifest.json)") in out
 
 
 ALL_INSTALLS = list(SHAPES) + ["partial_mtp", "headless_mtp", "partial_dflash",
@@ -452,13 +476,129 @@ def test_plan_engine_blocker(installs):
     assert "speculation ON: block 2" in out
 
 
-def test_plan_unreadable_index_is_unknown(installs):
-    r = run("plan", installs["short_header"])
+# The turn (ABI 4): whether a turn the host sends speculates, one row after
+# the session's. Through the C ABI only a turn at temperature 0 without rate
+# control does; the engine falls back silently, so the reason is shown whole.
+TEMPERATURE_02 = ("SEQUENTIAL: this session drafts, but a turn speculates only at temperature 0 "
+                  "and this turn's temperature is 0.2 (the engine binding's default): it "
+                  "decodes sequentially (send temperature 0 to speculate)")
+RATE_CONTROL = ("and a turn under rate control decodes sequentially")
+TURNS = [
+    # (install, flags, the turn row, whitespace-squashed, without its label)
+    ("mtp", [], TEMPERATURE_02),
+    ("mtp", ["--temperature", "0"], "SPECULATES at temperature 0"),
+    ("mtp", ["--temperature", "0.7"],
+     "SEQUENTIAL: this session drafts, but a turn speculates only at temperature 0 and this "
+     "turn's temperature is 0.7: it decodes sequentially (send temperature 0 to speculate)"),
+    # -0.0 is 0 to the engine's `== 0.0`.
+    ("mtp", ["--options", '{"tsffi": {"temperature": -0.0}}'], "SPECULATES at temperature -0"),
+    ("mtp", ["--temperature", "0", "--low-power-mode"],
+     "SEQUENTIAL: this session drafts, but Low Power Mode resolves the absent powerProfile to "
+     "\"efficiency\", which turns the engine's rate control on, " + RATE_CONTROL +
+     " (set powerProfile \"performance\" to speculate)"),
+    # A powerProfile given outranks Low Power Mode.
+    ("mtp", ["--options", '{"powerProfile": "performance", "tsffi": {"temperature": 0, '
+             '"lowPowerMode": true}}'], "SPECULATES at temperature 0"),
+    ("mtp", ["--options", '{"powerProfile": "balanced", "tsffi": {"temperature": 0}}'],
+     "SEQUENTIAL: this session drafts, but powerProfile \"balanced\" turns the engine's rate "
+     "control on, " + RATE_CONTROL + " (powerProfile \"performance\" speculates)"),
+    # Any maxTokensPerSec, 0 included, turns rate control on.
+    ("mtp", ["--options", '{"maxTokensPerSec": 0, "tsffi": {"temperature": 0}}'],
+     "SEQUENTIAL: this session drafts, but maxTokensPerSec turns the engine's rate control on, "
+     + RATE_CONTROL + " (leave maxTokensPerSec unset to speculate)"),
+    # The session does not draft: the session's reason says why.
+    ("none", [], "sequential at temperature 0.2 (the engine binding's default): the session "
+                 "does not draft"),
+    ("moe", ["--temperature", "0"], "sequential at temperature 0: the session does not draft"),
+    ("mtp", ["--speculation", "off", "--temperature", "0"],
+     "sequential at temperature 0: the session does not draft"),
+    # The session drafts DFlash2 at a sampled temperature too (it was refused
+    # before ABI 4); it is the turn that will not speculate.
+    ("both", ["--speculative-drafter", "dflash", "--speculation", "2", "--temperature", "0.7"],
+     "SEQUENTIAL: this session drafts, but a turn speculates only at temperature 0 and this "
+     "turn's temperature is 0.7: it decodes sequentially (send temperature 0 to speculate)"),
+]
+
+
+@pytest.mark.parametrize("name,flags,row", TURNS)
+def test_plan_shows_the_turn(installs, abi, name, flags, row):
+    r = run("plan", installs[name], *flags)
+    assert r.returncode == 0 and r.stderr == ""
     out = squash(r.stdout)
-    assert r.returncode == 0
-    assert "the install carries an MTP head: unknown; a DFlash2 drafter: unknown" in out
-    assert "(unknown: the resident index is unreadable, which is not \"absent\")" in out
-    assert "reason resident index is corrupt" in out
+    # The row after the session's, before the drafter's.
+    assert out.split(" turn ", 1)[1].split(" drafter ", 1)[0] == row
+    # The JSON agrees: a plain row is never the command's own verdict.
+    turn = json.loads(abi.plan(installs[name], flags_to_options(flags))[1])["turn"]
+    assert turn["speculates"] is row.startswith("SPECULATES")
+    assert (turn["reason"] is None) is not row.startswith("SEQUENTIAL:")
+
+
+@pytest.mark.parametrize("name,flags,row", [
+    ("mtp", ["--temperature", "0"], "SPECULATES at temperature 0, in every cell that is on"),
+    ("mtp", ["--temperature", "0", "--low-power-mode"],
+     "SEQUENTIAL in every cell that is on: this session drafts, but Low Power Mode resolves the "
+     "absent powerProfile to \"efficiency\", which turns the engine's rate control on, "
+     + RATE_CONTROL + " (set powerProfile \"performance\" to speculate)"),
+    ("moe", [], "sequential: no cell drafts, so no turn speculates"),
+])
+def test_choices_shows_the_turn(installs, name, flags, row):
+    r = run("choices", installs[name], *flags)
+    assert r.returncode == 0 and r.stderr == ""
+    assert squash(r.stdout).split(" turn ", 1)[1].split(" speculation (rows)", 1)[0] == row
+
+
+def test_low_power_mode_is_the_tsffi_key(installs, abi):
+    r = run("plan", installs["mtp"], "--low-power-mode", "--json")
+    assert r.stdout == abi.plan(installs["mtp"], '{"tsffi": {"lowPowerMode": true}}')[1] + "\n"
+    assert "options      {\"tsffi\":{\"lowPowerMode\":true}}" in \
+        run("plan", installs["mtp"], "--low-power-mode").stdout
+
+
+# The engine's open fails on these installs whatever is asked (ABI 4): exit
+# 2, the open's message alone on stderr, and on stdout where it stopped.
+# (name, the words on stdout after "REFUSED: the engine's open fails on this
+# install: ", the message with {dir} for the install's path)
+OPEN_REFUSED = [
+    ("short_header", "it reads manifest.json's arch first, and refuses this one",
+     "no manifest.json at {dir}/manifest.json: No such file or directory (os error 2)"),
+    ("missing", "DIR is not a directory the open can read",
+     "{dir} is not a directory (and matched no installed alias)"),
+    ("entry_table_past_index", "it cannot read the resident index of model_weights.bin",
+     "resident index is corrupt: header+entries (72000024) > indexSize 16384"),
+    ("partial_mtp", "it cannot build the MTP head's state from the resident tensors",
+     "missing resident tensor: mtp.layers.0.input_layernorm.weight"),
+]
+
+
+@pytest.mark.parametrize("name,stage,message", OPEN_REFUSED)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_plan_the_open_refuses_exits_2_with_its_message(installs, abi, name, stage, message,
+                                                        as_json):
+    message = message.format(dir=installs[name])
+    r = run("plan", installs[name], *(["--json"] if as_json else []))
+    assert (r.returncode, r.stderr) == (2, message + "\n")
+    assert abi.plan(installs[name], "{}") == (2, None, message)
+    if as_json:
+        assert r.stdout == ""
+    else:
+        assert squash(r.stdout) == (
+            f"install {installs[name]} options {{}} open REFUSED: the engine's open fails on "
+            f"this install: {stage} (exit status 2); the message on stderr is the open's, "
+            "verbatim")
+
+
+@pytest.mark.parametrize("name,stage,message", OPEN_REFUSED)
+def test_choices_the_open_refuses_exits_2_with_its_message(installs, abi, name, stage, message):
+    """A table of an install the open fails on whatever is asked fails whole
+    (every item would); partial_mtp is not one: only its MTP items fail."""
+    message = message.format(dir=installs[name])
+    if name == "partial_mtp":
+        assert abi.choices(installs[name], "{}")[0] == 0
+        return
+    for flags in ([], ["--json"]):
+        r = run("choices", installs[name], *flags)
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", message + "\n")
+    assert abi.choices(installs[name], "{}") == (2, None, message)
 
 
 # ---------------------------------------------------------------------------
@@ -469,10 +609,7 @@ REFUSED = [
     ("dflash", ["--speculation", "2"]),
     ("moe", ["--speculation", "2"]),
     ("bf16", ["--speculation", "2"]),
-    ("both", ["--speculative-drafter", "dflash", "--speculation", "2",
-              "--temperature", "0.7"]),
     ("mtp", ["--speculation", "3", "--engine-blocker", "a vision tower is active"]),
-    ("short_header", ["--speculation", "2"]),
 ]
 
 
@@ -492,6 +629,8 @@ def flags_to_options(flags: list[str]) -> str:
             return next(it)
         elif flag == "--engine-blocker":
             preview["engineBlocker"] = next(it)
+        elif flag == "--low-power-mode":
+            preview["lowPowerMode"] = True
         elif flag == "--temperature":
             text = next(it)
             try:
@@ -601,7 +740,8 @@ INVALID = [
     (["--engine-blocker", ""], '""'),
 ]
 INVALID_ACCEPTS = {
-    "--temperature": "a finite number >= 0, or null (deterministic decoding)",
+    "--temperature": "a finite number >= 0, or null (the engine binding's default "
+                     "temperature, 0.2)",
     "--engine-blocker": ("a non-empty string without NUL characters or lone surrogates (the "
                          "engine's reason), or null (the engine reported none)"),
 }
@@ -683,8 +823,8 @@ def test_options_and_an_option_flag_do_not_combine(installs):
     assert (r.returncode, r.stdout) == (1, "")
     assert r.stderr == ("turbospark-ffi plan: --options is the whole options object, sent "
                         "verbatim; accepts it without --speculation, --speculative-drafter, "
-                        "--temperature, --engine-blocker or --no-engine-blocker (put those keys "
-                        "in the object)\n")
+                        "--temperature, --low-power-mode, --engine-blocker or "
+                        "--no-engine-blocker (put those keys in the object)\n")
 
 
 @pytest.mark.parametrize("command,label", [("plan", "warning      "), ("choices", "warning  ")])
@@ -755,11 +895,13 @@ PLAN_FLAGS = [
     ["--no-engine-blocker"],
     ["--no-engine-blocker", "--speculation", "3"],
     ["--engine-blocker", "a vision tower is active"],
+    ["--low-power-mode"],
+    ["--temperature", "0", "--low-power-mode"],
 ]
 
 
 @pytest.mark.parametrize("name", ["none", "mtp", "dflash", "both", "moe", "bf16",
-                                  "headless_mtp", "short_header"])
+                                  "headless_mtp", "short_header", "partial_mtp"])
 @pytest.mark.parametrize("flags", PLAN_FLAGS, ids=lambda f: " ".join(f) or "defaults")
 def test_plan_json_is_the_c_abi(installs, abi, name, flags):
     r = run("plan", installs[name], *flags, "--json")
@@ -799,11 +941,12 @@ CHOICES_FLAGS = [
     ["--temperature", "0"],
     ["--engine-blocker", "a vision tower is active"],
     ["--no-engine-blocker"],
+    ["--temperature", "0", "--low-power-mode"],
 ]
 
 
-@pytest.mark.parametrize("name", ["none", "mtp", "dflash", "both", "moe", "short_header",
-                                  "missing"])
+# (short_header and missing: the open refuses them whole, a test of its own.)
+@pytest.mark.parametrize("name", ["none", "mtp", "dflash", "both", "moe", "partial_mtp"])
 @pytest.mark.parametrize("flags", CHOICES_FLAGS, ids=lambda f: " ".join(f) or "defaults")
 def test_choices_json_is_the_c_abi(installs, abi, name, flags):
     r = run("choices", installs[name], *flags, "--json")
@@ -829,6 +972,10 @@ options  {{}}
          (held for every item; each cell is tsffi_speculation_plan with that
          row's speculation and that column's speculativeDrafter added)
 carries  an MTP head: no; a DFlash2 drafter: yes
+turn     SEQUENTIAL in every cell that is on: this session drafts, but a turn
+         speculates only at temperature 0 and this turn's temperature is 0.2
+         (the engine binding's default): it decodes sequentially (send
+         temperature 0 to speculate)
 
 speculation  (rows) x speculativeDrafter (columns)
         auto                    mtp                     dflash
@@ -855,15 +1002,21 @@ def test_choices_grid_dflash_only(installs):
     ("mtp", [], {"auto": ["on 2 (mtp)", "on 2 (mtp)", "off: no DFlash2 [1]"],
                  "off": ["off", "off", "off"],
                  "3": ["on 3 (mtp)", "on 3 (mtp)", "refused [1]"]}),
+    # The session is the open's answer, greedy assumed, whatever the turn's
+    # temperature (ABI 4): DFlash2 is on at 0.7 too (the turn row says the
+    # turns will not speculate).
     ("both", ["--temperature", "0.7"], {
-        "auto": ["on 2 (mtp)", "on 2 (mtp)", "off: sampled [1]"],
-        "15": ["on 15 (mtp)", "on 15 (mtp)", "refused [1]"]}),
+        "auto": ["on 2 (mtp)", "on 2 (mtp)", "on 2 (dflash)"],
+        "15": ["on 15 (mtp)", "on 15 (mtp)", "on 15 (dflash)"]}),
     # Each drafter's own MoE text: the MTP runner's for auto and mtp [1],
     # the DFlash2 one's for dflash [2].
     ("moe", [], {"auto": ["off: MoE [1]", "off: MoE [1]", "off: MoE [2]"],
                  "1": ["refused [1]", "refused [1]", "refused [2]"]}),
-    ("short_header", [], {"auto": ["off: bad index [1]"] * 3, "2": ["refused [1]"] * 3}),
-    ("missing", [], {"auto": ["off: bad index [1]"] * 3}),
+    # The open cannot build a partial MTP head: its items fail, with the
+    # open's message [1]; the DFlash2 column is asked as usual [2].
+    ("partial_mtp", [], {"auto": ["open fails [1]", "open fails [1]", "off: no DFlash2 [2]"],
+                         "off": ["off"] * 3,
+                         "1": ["open fails [1]", "open fails [1]", "refused [2]"]}),
     ("mtp", ["--engine-blocker", "a vision tower is active"],
      {"auto": ["off: engine [1]"] * 3, "off": ["off"] * 3, "9": ["refused [1]"] * 3}),
     ("none", ["--no-engine-blocker"], {"auto": ["on 2 (mtp)", "on 2 (mtp)", "on 2 (dflash)"],
@@ -881,6 +1034,16 @@ def test_choices_grid_cells(installs, name, flags, rows):
     assert list(grid) == ["auto", "off", *map(str, range(1, 16))]
     for row, cells in rows.items():
         assert grid[row] == cells, row
+
+
+def test_choices_open_failures_are_listed_apart(installs):
+    out = run("choices", installs["partial_mtp"]).stdout
+    assert "[1]  missing resident tensor: mtp.layers.0.input_layernorm.weight\n" in out
+    assert out.endswith(
+        'refused: the plan call fails (status 2) with "--speculative was asked for but\n'
+        'cannot be served: " followed by the numbered text, verbatim\n'
+        "open fails: the plan call fails (status 2) with the numbered text, verbatim:\n"
+        "the engine's open cannot build that item's drafter\n")
 
 
 def test_choices_lists_each_text_once(installs):
@@ -958,13 +1121,14 @@ def test_long_paths_and_reasons_fit_80_columns(tmp_path, abi):
 
 @pytest.mark.parametrize("command,expect", [
     ([], ["config", "inspect", "plan", "choices", "make-install", "NO_COLOR"]),
-    (["choices"], ["DIR", "--temperature", "--engine-blocker", "--no-engine-blocker",
-                   "--options", "--json", "tsffi_speculation_choices", "refused [n]"]),
+    (["choices"], ["DIR", "--temperature", "--low-power-mode", "--engine-blocker",
+                   "--no-engine-blocker", "--options", "--json", "tsffi_speculation_choices",
+                   "refused [n]", "open fails [n]"]),
     (["config"], ["--cflags", "--libs", "--pkg-config-dir"]),
     (["inspect"], ["DIR", "--json", "tsffi_install_info_json"]),
-    (["plan"], ["--speculation", "--speculative-drafter", "--temperature", "--engine-blocker",
-                "--no-engine-blocker", "--options", "--json", "tsffi_speculation_plan",
-                "2 refused"]),
+    (["plan"], ["--speculation", "--speculative-drafter", "--temperature", "--low-power-mode",
+                "--engine-blocker", "--no-engine-blocker", "--options", "--json",
+                "tsffi_speculation_plan", "2 refused"]),
     (["make-install"], ["--mtp", "--dflash", "--experts", "--probe-dtype", "--layers",
                         "--samples", "--force"]),
 ])
@@ -1224,6 +1388,17 @@ def test_plan_and_inspect_resolve_an_alias(store, abi, env, name, reads, command
     env = _store_env(**{key: str(store / value) for key, value in env.items()})
     expected_dir = ROOT / reads[5:] if reads.startswith("ROOT/") else store / reads
     r = run(command, name, "--json", env=env)
+    plain = run(command, name, env=env)
+    # The "install" line names the directory read (wrapped at 80 columns).
+    first = plain.stdout.split("\n" + ("options" if command == "plan" else "arch"), 1)[0]
+    assert "".join(first.split()) == "install" + str(expected_dir)
+    if command == "plan" and not expected_dir.is_dir():
+        # A name that is no directory and no alias: the open's refusal (ABI
+        # 4), naming the name as given.
+        message = f"{name} is not a directory (and matched no installed alias)"
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", message + "\n")
+        assert (plain.returncode, plain.stderr) == (2, message + "\n")
+        return
     assert r.returncode == 0, r.stderr
     # Byte for byte what the C ABI answers for the directory itself.
     status, text, _ = (abi.plan(expected_dir, "{}") if command == "plan"
@@ -1231,11 +1406,7 @@ def test_plan_and_inspect_resolve_an_alias(store, abi, env, name, reads, command
     assert status == 0
     assert r.stdout == text + "\n"
     assert json.loads(text)["modelDir"] == str(expected_dir)
-    plain = run(command, name, env=env)
     assert plain.returncode == 0
-    # The "install" line names the directory read (wrapped at 80 columns).
-    first = plain.stdout.split("\n" + ("options" if command == "plan" else "index"), 1)[0]
-    assert "".join(first.split()) == "install" + str(expected_dir)
 
 
 def test_an_existing_directory_outranks_an_alias(store, abi, tmp_path):

@@ -39,7 +39,7 @@ examples:
   turbospark-ffi plan DIR                       auto: what a default open does
   turbospark-ffi plan DIR --speculation 2       a named block (may be refused)
   turbospark-ffi plan DIR --speculative-drafter dflash --speculation 2
-  turbospark-ffi plan DIR --temperature 0        a greedy turn: does it speculate?
+  turbospark-ffi plan DIR --temperature 0       does a greedy turn speculate?
   turbospark-ffi plan DIR --no-engine-blocker --json
   turbospark-ffi plan DIR --options '{"maxContext": 8192, "speculation": 2}'
 """
