@@ -1,14 +1,17 @@
 /* The main job, as a GUI would do it: for each install, pass the same JSON
  * options the engine gets and read back the drafter, the draft policies and
- * whether speculation will run -- and if not, the reason or note, verbatim.
+ * whether the session will draft -- and if not, the reason or note, verbatim
+ * -- and the turn: whether a turn sent at "tsffi"'s temperature (absent: the
+ * engine binding's 0.2) speculates, which only a turn at 0 does.
  *
  * The options are the very text the host gives the engine's open, read as
  * the open reads it (docs/c-api.md, "Options"): the engine's keys, plus the
  * preview's own inputs in the "tsffi" object the engine ignores, e.g.
- *   '{"speculation": 2, "maxContext": 8192, "tsffi": {"temperature": 0.7}}'
+ *   '{"speculation": 2, "maxContext": 8192, "tsffi": {"temperature": 0}}'
  * What the open refuses is refused with its status and message: 4 for what
- * its decoder refuses, 2 for what its mapping refuses (and for a named block
- * the install cannot serve), 1 for a bad "tsffi" object.
+ * its decoder refuses, 2 for what its mapping refuses (and for an install it
+ * fails on, and a named block the install cannot serve), 1 for a bad "tsffi"
+ * object.
  *
  * Build: cc -std=c99 plan_host.c $(turbospark-ffi config --cflags --libs)
  * Use:   ./plan_host OPTIONS_JSON MODEL_DIR...
@@ -43,6 +46,18 @@ static void print_warnings(const char *plan) {
         printf("  warnings: %.*s\n", (int)(end - start), start);
 }
 
+/* The plan's "turn" object: the header fixes it between "speculation" and
+ * "ignoredKeys", and a string inside it is JSON-escaped, so the text between
+ * the two keys is the object ({"temperature", "speculates", "reason"}). */
+static void print_turn(const char *plan) {
+    const char *start = strstr(plan, ",\"turn\":");
+    const char *end = start != NULL ? strstr(start, ",\"ignoredKeys\":") : NULL;
+    if (start == NULL || end == NULL)
+        return;
+    start += strlen(",\"turn\":");
+    printf("  turn: %.*s\n", (int)(end - start), start);
+}
+
 static const char *failure_name(int32_t status) {
     switch (status) {
     case TSFFI_ERR_REFUSED:
@@ -73,6 +88,7 @@ int main(int argc, char **argv) {
         printf("%s\n", argv[i]);
         if (status == TSFFI_OK) {
             printf("  plan: %s\n", plan);
+            print_turn(plan);
             print_warnings(plan);
         } else {
             print_last_error(failure_name(status), status);

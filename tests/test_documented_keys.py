@@ -251,8 +251,9 @@ def test_the_option_table_check_discriminates():
 
 
 def test_the_swift_options_keys_are_options_table():
-    """Options.Key, the keys the Swift package sends: the 16 in declaration
-    order, then tsffi."""
+    """Options.Key, the keys the Swift package sends: the 18 in declaration
+    order, then tsffi; PreviewOptions.Key, the tsffi object's, sorted (as
+    Options.json() writes them)."""
     from turbospark_ffi.options import OPTION_KEYS, TSFFI_KEY, TSFFI_KEYS
     swift = (ROOT / "swift" / "Sources" / "SpeculationPreview" / "Options.swift").read_text()
     body = swift[swift.index("public struct Options:"):]

@@ -273,9 +273,9 @@ def expected_labels(status: int, answer, codes) -> dict[str, str]:
     text, which must appear verbatim."""
     if status == codes["TSFFI_ERR_REFUSED"]:
         return {"drafter": "none: the engine would refuse to open", "speculation": "refused",
-                "policies": "-", "messageKind": "Refused", "message": answer}
+                "turn": "-", "policies": "-", "messageKind": "Refused", "message": answer}
     if status != codes["TSFFI_OK"]:
-        return {"drafter": "-", "speculation": "-", "policies": "-",
+        return {"drafter": "-", "speculation": "-", "turn": "-", "policies": "-",
                 "messageKind": f"Error {status}", "message": answer}
     note = answer["drafter"]["note"]
     reason = answer["speculation"]["reason"]
@@ -289,19 +289,29 @@ def expected_labels(status: int, answer, codes) -> dict[str, str]:
         message = f"{note}\n\n{reason}"
     else:
         message = note or reason or ""
+    # The engine app's words for a session that drafts, then whether this
+    # host's turns speculate, with the library's reason verbatim.
+    turn = answer["turn"]
+    if block is None:
+        turn_label = "none: the session does not draft"
+    else:
+        session = f"{answer['speculation']['drafter']} x{block}, greedy only: this host's turns "
+        turn_label = session + ("speculate" if turn["speculates"]
+                                else f"do not speculate\n{turn['reason']}")
     return {"drafter": answer["drafter"]["drafter"],
             "speculation": f"yes, block {block}" if block is not None else "no",
+            "turn": turn_label,
             "policies": f"{policy('mtp')}, {policy('dflash')}",
             "messageKind": "Note" if note else "Reason" if reason else "",
             "message": message}
 
 
-NO_MODEL = {"drafter": "-", "speculation": "-", "policies": "-", "messageKind": "",
-            "message": "Choose a model folder or an installed model."}
+NO_MODEL = {"drafter": "-", "speculation": "-", "turn": "-", "policies": "-",
+            "messageKind": "", "message": "Choose a model folder or an installed model."}
 
 
 def shown(event: dict) -> dict[str, str]:
-    return {k: event[k] for k in ("drafter", "speculation", "policies", "messageKind",
+    return {k: event[k] for k in ("drafter", "speculation", "turn", "policies", "messageKind",
                                   "message")}
 
 
@@ -500,6 +510,33 @@ def test_the_hosts_own_options_and_their_warnings(open_window, loaded, codes):
     plain = open_window("--library", str(LIBRARY), "--model", model)
     assert plain.settle()["warnings"] == ""
     assert plain.close() == (0, "")
+
+
+# The turn row (ABI 4), written out: the engine app's "{drafter} x{block},
+# greedy only", then whether the host's own turns speculate and why not.
+TURN_TEMPERATURE_02 = (
+    "mtp x2, greedy only: this host's turns do not speculate\nthis session drafts, but a turn "
+    "speculates only at temperature 0 and this turn's temperature is 0.2 (the engine binding's "
+    "default): it decodes sequentially (send temperature 0 to speculate)")
+TURN_ROWS = [
+    ("mtp", {}, TURN_TEMPERATURE_02),
+    ("mtp", {"tsffi": {"temperature": 0}}, "mtp x2, greedy only: this host's turns speculate"),
+    ("mtp", {"tsffi": {"temperature": 0, "lowPowerMode": True}},
+     "mtp x2, greedy only: this host's turns do not speculate\nthis session drafts, but Low "
+     "Power Mode resolves the absent powerProfile to \"efficiency\", which turns the engine's "
+     "rate control on, and a turn under rate control decodes sequentially (set powerProfile "
+     "\"performance\" to speculate)"),
+    ("none", {"tsffi": {"temperature": 0}}, "none: the session does not draft"),
+]
+
+
+@pytest.mark.parametrize("sample,options,turn", TURN_ROWS)
+def test_the_turn_row_says_whether_the_hosts_turns_speculate(open_window, sample, options, turn):
+    window = open_window("--library", str(LIBRARY), "--model", str(SAMPLES / sample),
+                         "--options", json.dumps(options))
+    event = window.settle()
+    assert event["turn"] == turn
+    assert window.close() == (0, "")
 
 
 @pytest.mark.parametrize("text,message", [

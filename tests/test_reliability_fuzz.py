@@ -7,17 +7,20 @@ header and entry table, and seeded random multi-byte damage -- each written
 as its own install and asked, by ONE C host process (abi_host.c), for
 tsffi_install_info_json, tsffi_resolve_drafter and tsffi_speculation_plan.
 
-Every answer must be TSFFI_OK (an unreadable index is not an error here), never
-another status; the host must not crash (it runs as a subprocess, so a crash
-is a failed run naming the last mutation answered) or hang (timeout). And the
-answer must not lie: a plain reference reader (tests/installs.reference_read,
-the engine's checks written out naively) decides whether each mutated file is
-readable; when it is, the flags are exactly whether mtp.fc.weight and
-dflash.fc.weight are among its names; when it is not, the flags are null and
-tsffi_install_info_json says "indexReadable": false with the reason
-("indexError") and the same failed check ("indexCheck"). A readable one's
-probe layer is the plain rule's first self-attention layer (the C pass
-answers it beside the names: tests/test_resident_index.reference_facts).
+Each install carries a valid manifest (layer 3 full attention), so the open
+gets as far as the index. Install info and the drafter choice must answer
+TSFFI_OK (an unreadable index is "unknown" there); the plan answers TSFFI_OK
+or the open's refusal (TSFFI_ERR_REFUSED), never another status. The host
+must not crash (it runs as a subprocess, so a crash is a failed run naming
+the last mutation answered) or hang (timeout). And no answer may lie: a plain
+reference reader (tests/installs.reference_read, the engine's checks written
+out naively) decides whether each mutated file is readable; when it is, the
+flags are exactly whether mtp.fc.weight and dflash.fc.weight are among its
+names, and a plan that fails is the open's failure on what it read (a dtype
+gate: install info's "openError"; a partial MTP head); when it is not, the
+flags are null, tsffi_install_info_json says "indexReadable": false with the
+reason ("indexError") and the same failed check ("indexCheck"), and the plan
+fails with that reason as the open's message.
 """
 
 from __future__ import annotations
@@ -29,10 +32,14 @@ from collections import Counter
 
 import pytest
 
-from installs import ENTRY, ENTRY_FIELDS, HEADER, HEADER_FIELDS, base_file, reference_read
+from installs import (ENTRY, ENTRY_FIELDS, HEADER, HEADER_FIELDS, base_file, reference_read,
+                      write_manifest)
 from test_resident_index import reference_facts
 from test_reliability_inputs import CODES, drivers, run_host, script_line, write_script  # noqa: F401
-from turbospark_ffi.install_writer import TensorSpec
+from turbospark_ffi.install_writer import TensorSpec, arch_for
+
+# Every mutated install's architecture: 4 layers, layer 3 full attention.
+ARCH = arch_for(["language_model.model.layers.3.self_attn.q_proj.weight"], layers=4)
 
 U64 = (1 << 64) - 1
 FUZZ_TIMEOUT = 300
@@ -130,6 +137,7 @@ def fuzz_run(tmp_path_factory, drivers):
         d = root / mid
         d.mkdir()
         (d / "model_weights.bin").write_bytes(data)
+        write_manifest(d, ARCH)
         raw = str(d).encode()
         lines.append(script_line(f"{mid}/info", "install_info", (raw,), root))
         lines.append(script_line(f"{mid}/drafter", "resolve_drafter", (raw, None), root))
@@ -155,24 +163,37 @@ def test_every_mutation_is_readable_or_unknown_with_the_reason(fuzz_run):
     for mid, label, data in cases:
         recs = {fn: run.records[f"{mid}/{fn}"] for fn in ("info", "drafter", "plan")}
         bad = [f"{fn} status {r.status}: {r.err[:200]}" for fn, r in recs.items()
-               if r.status != CODES["TSFFI_OK"] or r.err != "" or not isinstance(r.out, str)]
+               if fn != "plan" and (r.status != CODES["TSFFI_OK"] or r.err != ""
+                                    or not isinstance(r.out, str))]
+        planned = recs["plan"]
+        if planned.status == CODES["TSFFI_OK"]:
+            if planned.err != "" or not isinstance(planned.out, str):
+                bad.append(f"plan OK with {planned.err[:200]!r}")
+        elif planned.status != CODES["TSFFI_ERR_REFUSED"] or planned.out is not None:
+            bad.append(f"plan status {planned.status}: {planned.err[:200]}")
         if bad:
             problems.append(f"{label}: {bad}")
             continue
-        info, drafter, plan = (json.loads(recs[fn].out) for fn in ("info", "drafter", "plan"))
+        info, drafter = (json.loads(recs[fn].out) for fn in ("info", "drafter"))
+        plan = None if planned.out is None else json.loads(planned.out)
         verdict, detail = reference_read(data)
         if verdict == "ok":
-            has_mtp, has_dflash, first_layer = reference_facts(detail)
+            has_mtp, has_dflash, _first_layer = reference_facts(detail)
             expected = (has_mtp, has_dflash)
+            # The probe is the manifest's first full-attention layer.
             layer = info["probe"]["layer"] if info["indexReadable"] and info["probe"] else None
             got = (info["installHasMtpHead"], info["installHasDflash"])
             if not info["indexReadable"] or got != expected or info["entryCount"] != len(detail) \
-                    or layer != first_layer:
+                    or layer != 3:
                 problems.append(f"{label}: reference reads it ({len(detail)} entries, flags "
-                                f"{expected}, first self-attention layer "
-                                f"{first_layer}) but install_info says readable="
+                                f"{expected}) but install_info says readable="
                                 f"{info['indexReadable']} flags={got} layer={layer} "
                                 f"error={info['indexError']!r}")
+                continue
+            if plan is None and planned.err != info["openError"] \
+                    and not planned.err.startswith("missing resident tensor: mtp."):
+                problems.append(f"{label}: readable, but the plan fails with {planned.err!r} "
+                                f"(install info's openError {info['openError']!r})")
                 continue
             outcomes["readable"] += 1
         else:
@@ -186,7 +207,16 @@ def test_every_mutation_is_readable_or_unknown_with_the_reason(fuzz_run):
                                 f"{(info['installHasMtpHead'], info['installHasDflash'])}")
                 continue
             outcomes[detail] += 1
+            # A NUL in a quoted name is "\0" in the last error (a C string).
+            if plan is not None or planned.err != info["indexError"].replace("\x00", "\\0"):
+                problems.append(f"{label}: the plan is not the open's refusal with the reader's "
+                                f"text {info['indexError']!r}: {planned.err!r}")
+            continue
         flags = (drafter["installHasMtpHead"], drafter["installHasDflash"])
+        if plan is None:
+            if flags != expected:
+                problems.append(f"{label}: install_info flags {expected}, resolve_drafter {flags}")
+            continue
         plan_flags = (plan["drafter"]["installHasMtpHead"], plan["drafter"]["installHasDflash"])
         # The drafter choice names the directory it read; so does the plan, once.
         if flags != expected or plan_flags != expected or \
@@ -196,9 +226,6 @@ def test_every_mutation_is_readable_or_unknown_with_the_reason(fuzz_run):
         spec = plan["speculation"]
         if (spec["block"] is None) != (spec["drafter"] is None):
             problems.append(f"{label}: speculation shape {spec}")
-        if verdict != "ok" and spec["reason"] != info["indexError"]:
-            problems.append(f"{label}: plan's reason {spec['reason']!r} is not the index error "
-                            f"{info['indexError']!r}")
     assert not problems, f"{len(problems)} of {len(cases)} mutations answered wrongly; first: " \
                          + "\n".join(problems[:10])
     # the corpus reaches both outcomes and most of the reader's checks

@@ -34,6 +34,8 @@ import pytest
 
 from conftest import ROOT, compile_c_host, header_constants
 from engine_texts import corrupt, io_failed
+from installs import write_manifest
+from turbospark_ffi.install_writer import arch_for
 
 DRIVERS_DIR = ROOT / "tests" / "reliability"
 HOST_TIMEOUT = 120  # seconds; hang detection only, on a noisy 2-core machine
@@ -404,6 +406,12 @@ _PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHa
              "draftPolicies": {"mtp": {"mode": "auto", "block": None},
                                "dflash": {"mode": "off", "block": None}},
              "speculation": {"block": 2, "drafter": "mtp", "reason": None},
+             # At the binding's default temperature a turn does not speculate.
+             "turn": {"temperature": 0.2, "speculates": False,
+                      "reason": "this session drafts, but a turn speculates only at temperature "
+                                "0 and this turn's temperature is 0.2 (the engine binding's "
+                                "default): it decodes sequentially (send temperature 0 to "
+                                "speculate)"},
              "ignoredKeys": [], "warnings": []}
 from seed_texts import REFUSAL_PREFIX as REFUSED, SAMPLED_REASON as SAMPLED  # noqa: E402
 
@@ -551,9 +559,11 @@ DIR_FUNCTIONS = {
     "install_info": lambda d: (d,),
 }
 
-# Hostile model directories: TSFFI_OK, everything unknown, and the reason (which
-# names model_weights.bin and what is wrong with it) in indexError and as the
-# plan's speculation reason.
+# Hostile model directories: for resolve_drafter and install info TSFFI_OK,
+# everything unknown, and the reason (which names model_weights.bin and what
+# is wrong with it) in indexError; a plan fails as the open does, with the
+# same reason as its message (or the open's refusal of a name that is not a
+# directory).
 # The reason each hostile install gives, whole. A failed open and a corrupt
 # index are the engine's texts (engine_texts.py): "open failed: " and the OS
 # error as the engine's io::Error shows it, without the path. A file that is
@@ -581,6 +591,13 @@ UNREADABLE_DIRS = {
     "weights-mode-000": io_failed("open", errno.EACCES),
     "dir-mode-000": io_failed("open", errno.EACCES),
 }
+# What the engine's open says of each, where it refuses the install before
+# its index ({dir}: the model_dir as passed): a name that is not a directory.
+NOT_A_DIRECTORY = "{dir} is not a directory (and matched no installed alias)"
+NOT_DIRECTORIES = {"relative-missing", "10000-chars", "10000-chars-of-components", "a-file",
+                   "a-fifo", "symlink-loop"}
+# The functions that answer as the open does: the install's refusal is theirs.
+OPENING = ("speculation_plan", "speculation_choices")
 
 
 def _make_hostile(root: Path) -> dict[str, bytes]:
@@ -588,8 +605,10 @@ def _make_hostile(root: Path) -> dict[str, bytes]:
     paths: dict[str, bytes] = {}
 
     def weights_dir(name: str) -> Path:
+        # A valid manifest, so the open gets as far as the index.
         d = root / name
         d.mkdir()
+        write_manifest(d, arch_for([]))
         return d / "model_weights.bin"
 
     paths["relative-missing"] = b"no/such/install"
@@ -598,6 +617,7 @@ def _make_hostile(root: Path) -> dict[str, bytes]:
     (root / "a-file").write_bytes(b"not a directory")
     os.mkfifo(root / "a-fifo")
     (root / "no-index").mkdir()
+    write_manifest(root / "no-index", arch_for([]))
     os.symlink("symlink-loop-b", root / "symlink-loop")
     os.symlink("symlink-loop", root / "symlink-loop-b")
     weights_dir("weights-directory").mkdir()
@@ -701,10 +721,22 @@ def _unknown_flags(result: dict) -> None:
 
 
 @pytest.mark.parametrize("fn,name", HOSTILE_CALLS, ids=[f"{fn}/{n}" for fn, n in HOSTILE_CALLS])
-def test_hostile_model_dir_is_an_unknown_install_with_the_reason(fn, name, inputs_run):
+def test_hostile_model_dir_is_an_unknown_install_or_the_opens_refusal(fn, name, inputs_run):
+    """The original module's resolve_drafter and install info answer an
+    unreadable install as "unknown", with the reader's reason; a plan (and
+    a choices table) fails as the engine's open fails on it: status 2, the
+    open's message (ABI 4)."""
     run, dirs = inputs_run
+    model_dir = dirs[name].decode()
+    if fn in OPENING:
+        weights = os.path.join(model_dir, "model_weights.bin")
+        message = (NOT_A_DIRECTORY.format(dir=model_dir) if name in NOT_DIRECTORIES
+                   else HOSTILE_DIRS[name].format(weights=weights))
+        _check_record(run.records[f"{fn}/hostile-{name}"], "TSFFI_ERR_REFUSED", ())
+        assert run.records[f"{fn}/hostile-{name}"].err == message
+        return
     result = _check_record(run.records[f"{fn}/hostile-{name}"], "TSFFI_OK", ())
-    check_unknown_install(fn, result, dirs[name].decode(), HOSTILE_DIRS[name])
+    check_unknown_install(fn, result, model_dir, HOSTILE_DIRS[name])
 
 
 def check_unknown_install(fn: str, result: dict, model_dir: str, reason_is: str) -> None:
@@ -744,8 +776,10 @@ def test_layout_fifo_does_not_block_and_is_reported(fn, inputs_run):
     elif fn == "resolve_drafter":
         assert result["installHasMtpHead"] is True
     else:
+        # No decision reads the layout (the manifest gives the expert
+        # count), so the plan is the open's: it drafts.
         assert result["drafter"]["installHasMtpHead"] is True
-        assert "layout.json" in result["speculation"]["reason"]
+        assert result["speculation"] == {"block": 2, "drafter": "mtp", "reason": None}
 
 
 @pytest.mark.parametrize("fn", list(DIR_FUNCTIONS))
@@ -806,8 +840,18 @@ def unreadable_run(tmp_path_factory, drivers):
 @pytest.mark.parametrize("name", list(UNREADABLE_DIRS))
 def test_unreadable_index_is_unknown_with_permission_denied(fn, name, unreadable_run):
     run, paths, how = unreadable_run
-    result = _check_record(run.records[f"{fn}/{name}"], "TSFFI_OK", ())
-    check_unknown_install(fn, result, str(paths[name]), UNREADABLE_DIRS[name])
+    if fn in OPENING:
+        # The open fails where it first cannot read: the manifest inside an
+        # unreadable directory, else the index.
+        _check_record(run.records[f"{fn}/{name}"], "TSFFI_ERR_REFUSED", ())
+        manifest = os.path.join(str(paths[name]), "manifest.json")
+        assert run.records[f"{fn}/{name}"].err == {
+            "weights-mode-000": io_failed("open", errno.EACCES),
+            "dir-mode-000": f"no manifest.json at {manifest}: "
+                            f"{os.strerror(errno.EACCES)} (os error {errno.EACCES})"}[name], how
+    else:
+        result = _check_record(run.records[f"{fn}/{name}"], "TSFFI_OK", ())
+        check_unknown_install(fn, result, str(paths[name]), UNREADABLE_DIRS[name])
     # the same host still reads a readable install right after
     control = _check_record(run.records[f"{fn}/control"], "TSFFI_OK", ())
     flags = control["drafter"] if fn == "speculation_plan" else control

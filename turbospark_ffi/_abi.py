@@ -121,6 +121,11 @@ def _index_scan(ffi, lib):
 
 
 def _fail(status: int, message: str) -> int:
+    # The last error is a NUL-terminated string: a NUL inside a message (a
+    # tensor name the open quotes from a hostile index) would cut it short
+    # for every C host, so it is written as the two characters "\0".
+    if "\x00" in message:
+        message = message.replace("\x00", "\\0")
     data = message.encode("utf-8", "backslashreplace")
     _set_error(data, len(data))
     return status

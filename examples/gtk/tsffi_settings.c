@@ -3,9 +3,11 @@
  * A reference for GUI developers. The window lets a person pick a model (a
  * folder, or a name recorded in the model store), choose "Speculation" and
  * "Drafter" the way the engine app offers them, and previews what the engine
- * would do with those options: the drafter it opens, whether speculation runs
- * and with which block, and the note, reason or refusal text exactly as the
- * library words it.
+ * would do with those options: the drafter it opens, whether the session
+ * drafts and with which block, whether the host's turns then speculate (the
+ * engine's app says "{drafter} x{block}, greedy only" after open: a turn
+ * speculates only at temperature 0, without rate control), and the note,
+ * reason or refusal text exactly as the library words it.
  *
  * The four things a host has to get right, and where to find them here:
  *
@@ -45,7 +47,9 @@
  * --options is the host's own open-options object (a JSON object): the
  * window sends it with its two pickers' keys set, as an app sends the object
  * it gives the engine's open, and shows the library's "warnings" about it (a
- * key the open ignores that looks like a typo of one of its keys).
+ * key the open ignores that looks like a typo of one of its keys). Its
+ * "tsffi" object carries the turn's inputs: {"tsffi": {"temperature": 0,
+ * "lowPowerMode": true}} (absent temperature: the engine binding's 0.2).
  *
  * --drive reads commands from stdin and prints what the window shows as JSON
  * lines on stdout; tests/test_gui.py drives the real widgets with it (see the
@@ -262,6 +266,9 @@ typedef struct {
     char *policies;   /* the draft policies in a few words */
     char *note;       /* the drafter choice's note, or NULL */
     char *reason;     /* why speculation is off, or NULL */
+    char *session_drafter;     /* the drafter the session drafts with, or NULL */
+    gboolean turn_speculates;  /* a turn the host sends speculates */
+    char *turn_reason;         /* why it will not though the session drafts, or NULL */
 } Outcome;
 
 static void outcome_clear(Outcome *o) {
@@ -270,6 +277,8 @@ static void outcome_clear(Outcome *o) {
     g_free(o->policies);
     g_free(o->note);
     g_free(o->reason);
+    g_free(o->session_drafter);
+    g_free(o->turn_reason);
     memset(o, 0, sizeof *o);
 }
 
@@ -298,12 +307,16 @@ static void read_plan(JsonObject *plan, Outcome *out) {
     JsonObject *drafter = json_object_get_object_member(plan, "drafter");
     JsonObject *policies = json_object_get_object_member(plan, "draftPolicies");
     JsonObject *speculation = json_object_get_object_member(plan, "speculation");
+    JsonObject *turn = json_object_get_object_member(plan, "turn");
     char *mtp = policy_text(policies, "mtp");
     char *dflash = policy_text(policies, "dflash");
     out->drafter = g_strdup(string_or_null(drafter, "drafter"));
     out->note = g_strdup(string_or_null(drafter, "note"));
     out->block = int_or_zero(speculation, "block");
     out->reason = g_strdup(string_or_null(speculation, "reason"));
+    out->session_drafter = g_strdup(string_or_null(speculation, "drafter"));
+    out->turn_speculates = json_object_get_boolean_member(turn, "speculates");
+    out->turn_reason = g_strdup(string_or_null(turn, "reason"));
     out->policies = g_strdup_printf("%s, %s", mtp, dflash);
     g_free(mtp);
     g_free(dflash);
@@ -779,7 +792,7 @@ typedef struct {
 
     GtkWidget *window, *model_entry, *installed_button, *choose_button;
     GtkWidget *speculation_dd, *drafter_dd;
-    GtkWidget *drafter_value, *speculation_value, *policies_value;
+    GtkWidget *drafter_value, *speculation_value, *turn_value, *policies_value;
     GtkWidget *message_kind, *message_value, *library_value;
     GtkWidget *warnings_heading, *warnings_value; /* shown only when there are warnings */
     GListStore *speculation_items, *drafter_items; /* owned by the drop-downs */
@@ -809,13 +822,29 @@ typedef struct {
 static void drive_report(App *app, const char *event);
 static void drive_settle_check(App *app);
 
-static void set_preview(App *app, const char *drafter, const char *speculation,
+static void set_preview(App *app, const char *drafter, const char *speculation, const char *turn,
                         const char *policies, const char *kind, const char *message) {
     gtk_label_set_text(GTK_LABEL(app->drafter_value), drafter);
     gtk_label_set_text(GTK_LABEL(app->speculation_value), speculation);
+    gtk_label_set_text(GTK_LABEL(app->turn_value), turn);
     gtk_label_set_text(GTK_LABEL(app->policies_value), policies);
     gtk_label_set_text(GTK_LABEL(app->message_kind), kind);
     gtk_label_set_text(GTK_LABEL(app->message_value), message);
+}
+
+/* What the host's turns do on the session, in the engine app's words for a
+ * session that drafts ("{drafter} x{block}, greedy only"), then whether this
+ * host's turns speculate; the library's reason why not, verbatim (the engine
+ * itself falls back to sequential decoding without a word). */
+static char *turn_text(const Outcome *o) {
+    if (!o->block)
+        return g_strdup("none: the session does not draft");
+    if (o->turn_speculates)
+        return g_strdup_printf("%s x%" G_GINT64_FORMAT ", greedy only: this host's turns speculate",
+                               o->session_drafter, o->block);
+    return g_strdup_printf("%s x%" G_GINT64_FORMAT ", greedy only: this host's turns do not "
+                           "speculate\n%s",
+                           o->session_drafter, o->block, o->turn_reason ? o->turn_reason : "");
 }
 
 /* The preview of one plan: every text the library gave is shown verbatim. */
@@ -824,21 +853,23 @@ static void show_outcome(App *app, const Outcome *o) {
         char *speculation = o->block
                                 ? g_strdup_printf("yes, block %" G_GINT64_FORMAT, o->block)
                                 : g_strdup("no");
+        char *turn = turn_text(o);
         const char *kind = o->note ? "Note" : o->reason ? "Reason" : "";
         char *message;
         if (o->note && o->reason && strcmp(o->note, o->reason) != 0)
             message = g_strdup_printf("%s\n\n%s", o->note, o->reason);
         else
             message = g_strdup(o->note ? o->note : o->reason ? o->reason : "");
-        set_preview(app, o->drafter, speculation, o->policies, kind, message);
+        set_preview(app, o->drafter, speculation, turn, o->policies, kind, message);
         g_free(speculation);
+        g_free(turn);
         g_free(message);
     } else if (o->status == TSFFI_ERR_REFUSED) {
-        set_preview(app, "none: the engine would refuse to open", "refused", "-", "Refused",
+        set_preview(app, "none: the engine would refuse to open", "refused", "-", "-", "Refused",
                     o->error);
     } else {
         char *kind = g_strdup_printf("Error %d", (int)o->status);
-        set_preview(app, "-", "-", "-", kind, o->error);
+        set_preview(app, "-", "-", "-", "-", kind, o->error);
         g_free(kind);
     }
 }
@@ -953,7 +984,7 @@ static void request_preview(App *app) {
         return;
     if (model[0] == '\0') {
         watch_folder(app, NULL);
-        set_preview(app, "-", "-", "-", "", "Choose a model folder or an installed model.");
+        set_preview(app, "-", "-", "-", "-", "", "Choose a model folder or an installed model.");
         app->shown = app->generation;
         drive_report(app, "shown");
         drive_settle_check(app);
@@ -1134,7 +1165,7 @@ static void on_loaded(GObject *source, GAsyncResult *result, gpointer data) {
         char *where = g_strdup_printf("%s: cannot be used", loaded->path ? loaded->path
                                                                            : "libtsffi");
         gtk_label_set_text(GTK_LABEL(app->library_value), where);
-        set_preview(app, "-", "-", "-", "Library error", loaded->error);
+        set_preview(app, "-", "-", "-", "-", "Library error", loaded->error);
         gtk_widget_set_sensitive(app->model_entry, FALSE);
         gtk_widget_set_sensitive(app->installed_button, FALSE);
         gtk_widget_set_sensitive(app->choose_button, FALSE);
@@ -1245,6 +1276,7 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
 
     app->drafter_value = value_label();
     app->speculation_value = value_label();
+    app->turn_value = value_label();
     app->policies_value = value_label();
     app->message_kind = heading(NULL);
     app->message_value = value_label();
@@ -1262,21 +1294,23 @@ static void on_activate(GtkApplication *gtk, gpointer data) {
     gtk_grid_attach(GTK_GRID(grid), gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), 0, 3, 2, 1);
     gtk_grid_attach(GTK_GRID(grid), heading("Opens drafter"), 0, 4, 1, 1);
     gtk_grid_attach(GTK_GRID(grid), app->drafter_value, 1, 4, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), heading("Speculates"), 0, 5, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Session drafts"), 0, 5, 1, 1);
     gtk_grid_attach(GTK_GRID(grid), app->speculation_value, 1, 5, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), heading("Draft policies"), 0, 6, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), app->policies_value, 1, 6, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), app->message_kind, 0, 7, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), app->message_value, 1, 7, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), app->warnings_heading, 0, 8, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), app->warnings_value, 1, 8, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), 0, 9, 2, 1);
-    gtk_grid_attach(GTK_GRID(grid), heading("Library"), 0, 10, 1, 1);
-    gtk_grid_attach(GTK_GRID(grid), app->library_value, 1, 10, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Turns"), 0, 6, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->turn_value, 1, 6, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Draft policies"), 0, 7, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->policies_value, 1, 7, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->message_kind, 0, 8, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->message_value, 1, 8, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->warnings_heading, 0, 9, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->warnings_value, 1, 9, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), 0, 10, 2, 1);
+    gtk_grid_attach(GTK_GRID(grid), heading("Library"), 0, 11, 1, 1);
+    gtk_grid_attach(GTK_GRID(grid), app->library_value, 1, 11, 1, 1);
     show_warnings(app, NULL);
     gtk_window_set_child(GTK_WINDOW(app->window), grid);
 
-    set_preview(app, "-", "-", "-", "", "Loading libtsffi…");
+    set_preview(app, "-", "-", "-", "-", "", "Loading libtsffi…");
     gtk_label_set_text(GTK_LABEL(app->library_value), "loading…");
     if (app->model_arg != NULL)
         gtk_editable_set_text(GTK_EDITABLE(app->model_entry), app->model_arg);
@@ -1371,6 +1405,7 @@ static void drive_report(App *app, const char *event) {
     add_selected(b, "selectedDrafter", app->drafter_dd);
     add_label(b, "drafter", app->drafter_value);
     add_label(b, "speculation", app->speculation_value);
+    add_label(b, "turn", app->turn_value);
     add_label(b, "policies", app->policies_value);
     add_label(b, "messageKind", app->message_kind);
     add_label(b, "message", app->message_value);

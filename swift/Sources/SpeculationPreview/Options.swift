@@ -150,28 +150,40 @@ public enum EngineBlocker: Sendable, Hashable {
 /// namespaced object the engine's open ignores: `"tsffi": {...}`. So one
 /// options object still serves both the open and the preview.
 ///
-/// Both inputs are questions the open does not ask: it decides speculation
-/// with deterministic decoding assumed and before any blocker is known.
-/// Leave both out (the default) and the preview decides as the open does.
+/// None of them changes the session the open decides (greedy decoding
+/// assumed): ``temperature`` and ``lowPowerMode`` are about the TURNS the
+/// host then sends (``PlanResult/turn``), ``engineBlocker`` stands in for the
+/// engine's own blocker when the host has it.
 public struct PreviewOptions: Sendable, Hashable, Encodable {
-    /// `tsffi.temperature`: what a sampled run at this temperature would
-    /// decide. nil leaves the key out: deterministic decoding, the open's
-    /// assumption.
+    /// `tsffi.temperature`: the temperature the host sends its turns at, the
+    /// turn's temperature (ABI 4). Only a turn at exactly 0 speculates. nil
+    /// leaves the key out: the engine binding's default, 0.2, at which no
+    /// turn speculates.
     public var temperature: Double?
     /// `tsffi.engineBlocker`. Default `.absent` (key left out).
     public var engineBlocker: EngineBlocker
+    /// `tsffi.lowPowerMode`: the Mac's Low Power Mode
+    /// (`ProcessInfo.processInfo.isLowPowerModeEnabled`), which an absent
+    /// ``Options/powerProfile`` resolves from: `efficiency` under it, whose
+    /// rate control makes every turn sequential. Sent only when true (false
+    /// is the library's default).
+    public var lowPowerMode: Bool
 
-    public init(temperature: Double? = nil, engineBlocker: EngineBlocker = .absent) {
+    public init(temperature: Double? = nil, engineBlocker: EngineBlocker = .absent,
+                lowPowerMode: Bool = false) {
         self.temperature = temperature
         self.engineBlocker = engineBlocker
+        self.lowPowerMode = lowPowerMode
     }
 
     /// Nothing set: the `tsffi` object is left out of ``Options/json()``.
-    public var isEmpty: Bool { temperature == nil && engineBlocker == .absent }
+    public var isEmpty: Bool { temperature == nil && engineBlocker == .absent && !lowPowerMode }
 
-    /// The `tsffi` object's keys, spelled once.
+    /// The `tsffi` object's keys, spelled once (in the order ``Options/json()``
+    /// writes them: sorted).
     public enum Key: String, CodingKey, CaseIterable, Sendable {
         case engineBlocker
+        case lowPowerMode
         case temperature
     }
 
@@ -179,6 +191,9 @@ public struct PreviewOptions: Sendable, Hashable, Encodable {
         var container = encoder.container(keyedBy: Key.self)
         if let temperature {
             try container.encode(temperature, forKey: .temperature)
+        }
+        if lowPowerMode {
+            try container.encode(true, forKey: .lowPowerMode)
         }
         switch engineBlocker {
         case .absent:
@@ -192,7 +207,7 @@ public struct PreviewOptions: Sendable, Hashable, Encodable {
 }
 
 /// The options a host gives the engine's open, as a Swift value: the
-/// engine's 16 keys (docs/c-api.md, "Options") as optional typed fields, and
+/// engine's 18 keys (docs/c-api.md, "Options") as optional typed fields, and
 /// the preview's own inputs under ``preview`` (the `"tsffi"` object).
 /// ``json()`` produces the JSON object with the engine's camelCase keys,
 /// which is what every call of this package sends; a field that is nil is
@@ -210,13 +225,18 @@ public struct Options: Sendable, Hashable, Encodable {
     public var maxContext: ContextLimit?
     /// `expertCacheSlots`; nil: the engine's default.
     public var expertCacheSlots: ExpertCacheSlots?
-    /// `powerProfile`; nil: the engine's default.
+    /// `expertResidency`; nil: the engine's default.
+    public var expertResidency: ExpertResidency?
+    /// `powerProfile`; nil: resolved by the engine from the OS
+    /// (``PreviewOptions/lowPowerMode``). Anything but `performance` turns
+    /// the engine's rate control on, and a turn under it never speculates.
     public var powerProfile: PowerProfile?
     /// `loadGuard`; nil: the engine's default.
     public var loadGuard: LoadGuard?
     /// `minAutoContext` (a `u32` for the engine: `UInt32` is its range).
     public var minAutoContext: UInt32?
-    /// `maxTokensPerSec`.
+    /// `maxTokensPerSec`. Any value, 0 included, turns the engine's rate
+    /// control on, and a turn under it never speculates.
     public var maxTokensPerSec: Double?
     /// `speculation`. Default `.auto`; always sent.
     public var speculation: Speculation
@@ -236,25 +256,31 @@ public struct Options: Sendable, Hashable, Encodable {
     public var steeringTarget: Double?
     /// `steeringGate` (the engine accepts a finite number >= 0).
     public var steeringGate: Double?
-    /// `visionSidecar`: a path.
+    /// `visionSidecar`: a path, or `"auto"` (the open looks in the store).
+    /// A tower that attaches makes the verify pass vision-blind: the plan
+    /// takes a path to attach, and says so in its warnings.
     public var visionSidecar: String?
     /// `kvBits`.
     public var kvBits: KVBits?
+    /// `prefixReuse`.
+    public var prefixReuse: Bool?
     /// The preview's own inputs, sent as the `"tsffi"` object (left out
     /// when empty).
     public var preview: PreviewOptions
 
     public init(drafter: SpeculativeDrafter = .auto, speculation: Speculation = .auto,
                 maxContext: ContextLimit? = nil, expertCacheSlots: ExpertCacheSlots? = nil,
+                expertResidency: ExpertResidency? = nil,
                 powerProfile: PowerProfile? = nil, loadGuard: LoadGuard? = nil,
                 minAutoContext: UInt32? = nil, maxTokensPerSec: Double? = nil,
                 steering: String? = nil, steeringMode: SteeringMode? = nil,
                 steeringScale: Double? = nil, steeringLayers: ClosedRange<Int>? = nil,
                 steeringTarget: Double? = nil, steeringGate: Double? = nil,
-                visionSidecar: String? = nil, kvBits: KVBits? = nil,
+                visionSidecar: String? = nil, kvBits: KVBits? = nil, prefixReuse: Bool? = nil,
                 preview: PreviewOptions = PreviewOptions()) {
         self.maxContext = maxContext
         self.expertCacheSlots = expertCacheSlots
+        self.expertResidency = expertResidency
         self.powerProfile = powerProfile
         self.loadGuard = loadGuard
         self.minAutoContext = minAutoContext
@@ -269,6 +295,7 @@ public struct Options: Sendable, Hashable, Encodable {
         self.steeringGate = steeringGate
         self.visionSidecar = visionSidecar
         self.kvBits = kvBits
+        self.prefixReuse = prefixReuse
         self.preview = preview
     }
 
@@ -287,7 +314,7 @@ public struct Options: Sendable, Hashable, Encodable {
                   preview: PreviewOptions(engineBlocker: engineBlocker))
     }
 
-    /// `preview.temperature`.
+    /// `preview.temperature`: the turn's temperature.
     public var temperature: Double? {
         get { preview.temperature }
         set { preview.temperature = newValue }
@@ -302,11 +329,12 @@ public struct Options: Sendable, Hashable, Encodable {
     /// All defaults: `{"speculation":"auto","speculativeDrafter":"auto"}`.
     public static let `default` = Options()
 
-    /// The keys ``json()`` can send: the engine's 16 in its declaration
+    /// The keys ``json()`` can send: the engine's 18 in its declaration
     /// order (the order a top-level array is read in), then `tsffi`.
     public enum Key: String, CodingKey, CaseIterable, Sendable {
         case maxContext
         case expertCacheSlots
+        case expertResidency
         case powerProfile
         case loadGuard
         case minAutoContext
@@ -321,9 +349,10 @@ public struct Options: Sendable, Hashable, Encodable {
         case steeringGate
         case visionSidecar
         case kvBits
+        case prefixReuse
         case tsffi
 
-        /// The engine's own 16 keys (every key but `tsffi`).
+        /// The engine's own 18 keys (every key but `tsffi`).
         public static let engineKeys: [Key] = allCases.filter { $0 != .tsffi }
     }
 
@@ -331,6 +360,7 @@ public struct Options: Sendable, Hashable, Encodable {
         var container = encoder.container(keyedBy: Key.self)
         try container.encodeIfPresent(maxContext, forKey: .maxContext)
         try container.encodeIfPresent(expertCacheSlots, forKey: .expertCacheSlots)
+        try container.encodeIfPresent(expertResidency, forKey: .expertResidency)
         try container.encodeIfPresent(powerProfile, forKey: .powerProfile)
         try container.encodeIfPresent(loadGuard, forKey: .loadGuard)
         try container.encodeIfPresent(minAutoContext, forKey: .minAutoContext)
@@ -346,6 +376,7 @@ public struct Options: Sendable, Hashable, Encodable {
         try container.encodeIfPresent(steeringGate, forKey: .steeringGate)
         try container.encodeIfPresent(visionSidecar, forKey: .visionSidecar)
         try container.encodeIfPresent(kvBits, forKey: .kvBits)
+        try container.encodeIfPresent(prefixReuse, forKey: .prefixReuse)
         if !preview.isEmpty {
             try container.encode(preview, forKey: .tsffi)
         }
@@ -375,8 +406,9 @@ extension Options {
     /// `maxContext`: the longest context the open plans for.
     ///
     /// `.auto` is sent as `"auto"`; `.tokens(n)` as the JSON integer `n`. The
-    /// engine accepts an integer in 0...4294967295 (a `u32`); any other `Int` is
-    /// sent as it is and refused with the engine's message
+    /// engine accepts an integer in 1...4294967295 (a `u32`, 0 refused since
+    /// its revision 0a45c54: `maxContext must be at least 1, or "auto"`); any
+    /// other `Int` is sent as it is and refused with the engine's message
     /// (`maxContext must be a non-negative integer, got -1`).
     public enum ContextLimit: Sendable, Hashable, Encodable, CustomStringConvertible {
         case auto
@@ -464,6 +496,15 @@ extension Options {
             case .byteCeiling(let n): String(n)
             }
         }
+    }
+
+    /// `expertResidency`: how the open keeps routed experts, sent as its raw
+    /// value (exact spelling: anything else is refused, `expertResidency must
+    /// be auto, streamed or mapped, got "Mapped"`).
+    public enum ExpertResidency: String, Sendable, Hashable, Encodable, CaseIterable {
+        case auto
+        case streamed
+        case mapped
     }
 
     /// `powerProfile`, sent as its raw value (exact spelling, as the engine reads it).

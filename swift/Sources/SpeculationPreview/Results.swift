@@ -122,14 +122,53 @@ public struct SpeculationPlan: Codable, Sendable, Hashable {
     }
 }
 
+/// Whether a turn the host sends on the session speculates (ABI 4): the
+/// session's ``SpeculationPlan`` is decided at open as though every turn were
+/// greedy, and through the engine's C ABI a turn then speculates only at
+/// temperature exactly 0 with the engine's rate control off (no
+/// `maxTokensPerSec`, a power profile resolving to `performance`). Otherwise
+/// it decodes sequentially, silently: ``reason`` says why, for the pane to
+/// show ("greedy only", as the engine's own app does after open).
+public struct Turn: Codable, Sendable, Hashable {
+    /// The turn's temperature: ``PreviewOptions/temperature``, or the engine
+    /// binding's default, 0.2, when it was not given.
+    public var temperature: Double
+    /// The turn runs the speculative loop.
+    public var speculates: Bool
+    /// Why a turn on a session that drafts will not speculate (the
+    /// temperature, `maxTokensPerSec`, the power profile, Low Power Mode), in
+    /// words a pane can show verbatim; nil when it speculates, and when the
+    /// session does not draft (then ``SpeculationPlan/reason`` says why).
+    public var reason: String?
+
+    public init(temperature: Double, speculates: Bool, reason: String?) {
+        self.temperature = temperature
+        self.speculates = speculates
+        self.reason = reason
+    }
+
+    private enum CodingKeys: String, CodingKey { case temperature, speculates, reason }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(temperature, forKey: .temperature)
+        try container.encode(speculates, forKey: .speculates)
+        try container.encode(reason, forKey: .reason)
+    }
+}
+
 /// The whole decision for an install (`tsffi_speculation_plan`).
 public struct PlanResult: Codable, Sendable, Hashable {
     /// The drafter choice, as ``Tsffi/resolveDrafter(modelDir:options:)``.
     public var drafter: DrafterChoice
     /// The policies to open with, as ``Tsffi/draftPolicies(choice:options:)``.
     public var draftPolicies: DraftPolicies
-    /// Whether speculation will run, and if not, why.
+    /// Whether the session drafts (the open's answer, greedy decoding
+    /// assumed), and if not, why.
     public var speculation: SpeculationPlan
+    /// Whether a turn sent at ``PreviewOptions/temperature`` speculates on
+    /// that session, and if not while the session drafts, why.
+    public var turn: Turn
     /// Top-level option keys the engine's open does not read, so ignores, in
     /// the order given (a host passes its whole open-options object; `tsffi`
     /// is never listed).
@@ -145,17 +184,19 @@ public struct PlanResult: Codable, Sendable, Hashable {
     public var modelDir: String?
 
     public init(drafter: DrafterChoice, draftPolicies: DraftPolicies, speculation: SpeculationPlan,
-                ignoredKeys: [String] = [], warnings: [String] = [], modelDir: String? = nil) {
+                turn: Turn, ignoredKeys: [String] = [], warnings: [String] = [],
+                modelDir: String? = nil) {
         self.drafter = drafter
         self.draftPolicies = draftPolicies
         self.speculation = speculation
+        self.turn = turn
         self.ignoredKeys = ignoredKeys
         self.warnings = warnings
         self.modelDir = modelDir
     }
 
     private enum CodingKeys: String, CodingKey {
-        case drafter, draftPolicies, speculation, ignoredKeys, warnings, modelDir
+        case drafter, draftPolicies, speculation, turn, ignoredKeys, warnings, modelDir
     }
 
     /// Reads the plan call's object, and an item's plan in a
@@ -166,6 +207,7 @@ public struct PlanResult: Codable, Sendable, Hashable {
         drafter = try container.decode(DrafterChoice.self, forKey: .drafter)
         draftPolicies = try container.decode(DraftPolicies.self, forKey: .draftPolicies)
         speculation = try container.decode(SpeculationPlan.self, forKey: .speculation)
+        turn = try container.decode(Turn.self, forKey: .turn)
         ignoredKeys = try container.decodeIfPresent([String].self, forKey: .ignoredKeys) ?? []
         warnings = try container.decodeIfPresent([String].self, forKey: .warnings) ?? []
         modelDir = try container.decodeIfPresent(String.self, forKey: .modelDir)
@@ -186,10 +228,20 @@ public struct PlanResult: Codable, Sendable, Hashable {
         try encodeDecision(to: &container)
     }
 
+    /// The session as the engine's own app shows it after open:
+    /// `"{drafter} x{block}, greedy only"` (`"mtp x2, greedy only"`): the
+    /// session drafts, and only a greedy turn speculates. nil when the
+    /// session does not draft (``SpeculationPlan/reason`` says why).
+    public var sessionSummary: String? {
+        guard let block = speculation.block, let drafter = speculation.drafter else { return nil }
+        return "\(drafter.rawValue) x\(block), greedy only"
+    }
+
     private func encodeDecision(to container: inout KeyedEncodingContainer<CodingKeys>) throws {
         try container.encode(drafter, forKey: .drafter)
         try container.encode(draftPolicies, forKey: .draftPolicies)
         try container.encode(speculation, forKey: .speculation)
+        try container.encode(turn, forKey: .turn)
     }
 }
 
@@ -229,10 +281,51 @@ public struct InstallInfo: Codable, Sendable, Hashable {
         public var dflash: String?
     }
 
+    /// manifest.json's `arch` as the engine's open reads it (first): the
+    /// facts its blockers and drafter checks take.
+    public struct Arch: Codable, Sendable, Hashable {
+        public var family: String
+        public var hiddenSize: Int
+        public var vocabSize: Int
+        public var numLayers: Int
+        /// Routed experts (0: dense); the MoE arm of the blockers reads it.
+        public var numExperts: Int
+        /// Per layer: 2 linear attention, 1 full, 0 sliding window.
+        public var fullAttentionLayerMask: [Int]
+        /// A vision tower's depth (0: none): a tower makes the verify pass
+        /// vision-blind.
+        public var visionDepth: Int
+        /// The verify probe's layer: the first layer the mask does not mark
+        /// linear (nil: none).
+        public var firstFullAttentionLayer: Int?
+
+        public init(family: String, hiddenSize: Int, vocabSize: Int, numLayers: Int, numExperts: Int,
+                    fullAttentionLayerMask: [Int], visionDepth: Int, firstFullAttentionLayer: Int?) {
+            self.family = family
+            self.hiddenSize = hiddenSize
+            self.vocabSize = vocabSize
+            self.numLayers = numLayers
+            self.numExperts = numExperts
+            self.fullAttentionLayerMask = fullAttentionLayerMask
+            self.visionDepth = visionDepth
+            self.firstFullAttentionLayer = firstFullAttentionLayer
+        }
+    }
+
     public var modelDir: String?
     public var indexReadable: Bool
     public var indexError: String?
     public var indexCheck: String?
+    /// nil when the manifest's `arch` is missing or invalid (``manifestError``
+    /// then says why, in the open's words).
+    public var arch: Arch?
+    public var manifestError: String?
+    /// The open's refusal of the install whatever the options ask (not a
+    /// directory, the manifest, the index, a dtype gate), in its words; nil
+    /// when the open gets past the install's files. When set, the plan and
+    /// choices calls fail with it (``TsffiStatus/refused``) and
+    /// ``blockerPreview`` is not asked (its nils mean nothing).
+    public var openError: String?
     public var entryCount: Int?
     public var indexBytes: Int?
     public var residentBytes: Int?
@@ -267,6 +360,9 @@ public struct BuildInfo: Codable, Sendable, Hashable {
     /// is a change of it, so a host matching on the engine's messages reads
     /// here which ones it will see.
     public var engineVersion: String?
+    /// The engine revision each rule the library follows is read from
+    /// (`"blockers": "22f47a2"`, `"open": "0a45c54"`, ...; docs/ENGINE.md).
+    public var engineRevisions: [String: String]?
 }
 
 /// The store a model name is resolved against, as a model picker lists it
@@ -427,7 +523,8 @@ public struct SpeculationChoice: Codable, Sendable, Hashable {
         self.selected = selected
     }
 
-    /// A named block that cannot be served: grey the item out, with ``error``.
+    /// A named block that cannot be served, or a drafter the open cannot
+    /// build: grey the item out, with ``error``.
     public var isRefused: Bool { status == .refused }
 
     /// The plan call's outcome as a value: the plan, or the error it throws.

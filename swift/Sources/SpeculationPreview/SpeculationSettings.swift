@@ -108,6 +108,39 @@ public final class SpeculationSettings {
     /// The plan for the options: nil while there is no answer, and when the
     /// selected item is refused or the call failed (then ``error`` says why).
     public private(set) var plan: PlanResult?
+    /// What a turn the host sends does on the session (``PlanResult/turn``):
+    /// nil while there is no plan.
+    public var turn: Turn? { plan?.turn }
+    /// The session as the engine's app shows it after open, `"mtp x2, greedy
+    /// only"`; nil while there is no plan and when the session does not draft.
+    public var sessionSummary: String? { plan?.sessionSummary }
+    /// Whether the host's turns will speculate: `.speculates`, `.sequential`
+    /// with the reason to show (the session drafts, the turn will not), or
+    /// `.sessionOff` (the session does not draft: ``PlanResult/speculation``'s
+    /// reason says why); nil while there is no plan.
+    public var turnOutcome: TurnOutcome? {
+        guard let plan else { return nil }
+        if plan.turn.speculates {
+            return .speculates
+        }
+        if let reason = plan.turn.reason {
+            return .sequential(reason: reason)
+        }
+        return .sessionOff
+    }
+
+    /// What a turn the host sends does, for the pane's status line.
+    public enum TurnOutcome: Sendable, Hashable {
+        /// The session drafts and the turn speculates (temperature 0, no
+        /// rate control).
+        case speculates
+        /// The session drafts but the turn decodes sequentially, silently in
+        /// the engine: `reason` says why and what would change it.
+        case sequential(reason: String)
+        /// The session does not draft, so no turn speculates.
+        case sessionOff
+    }
+
     /// Every item of both pickers, for greying out refused ones; nil while
     /// there is no answer and when the call failed.
     public private(set) var choices: SpeculationChoices?

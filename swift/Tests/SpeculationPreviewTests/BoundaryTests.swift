@@ -65,12 +65,16 @@ import SpeculationPreview
         // The two ways to set the preview's inputs are one value.
         #expect(Options(temperature: 0.7) == Options(preview: PreviewOptions(temperature: 0.7)))
         #expect(Options.Key.engineKeys.map(\.rawValue)
-                == ["maxContext", "expertCacheSlots", "powerProfile", "loadGuard", "minAutoContext",
-                    "maxTokensPerSec", "speculation", "speculativeDrafter", "steering", "steeringMode",
-                    "steeringScale", "steeringLayers", "steeringTarget", "steeringGate", "visionSidecar",
-                    "kvBits"])
+                == ["maxContext", "expertCacheSlots", "expertResidency", "powerProfile", "loadGuard",
+                    "minAutoContext", "maxTokensPerSec", "speculation", "speculativeDrafter", "steering",
+                    "steeringMode", "steeringScale", "steeringLayers", "steeringTarget", "steeringGate",
+                    "visionSidecar", "kvBits", "prefixReuse"])
         #expect(Options.Key.allCases.map(\.rawValue) == Options.Key.engineKeys.map(\.rawValue) + ["tsffi"])
-        #expect(PreviewOptions.Key.allCases.map(\.rawValue) == ["engineBlocker", "temperature"])
+        #expect(PreviewOptions.Key.allCases.map(\.rawValue) == ["engineBlocker", "lowPowerMode", "temperature"])
+        // lowPowerMode is sent only when true (false is the library's default).
+        #expect(try Options(preview: PreviewOptions(lowPowerMode: false)).json() == Options().json())
+        #expect(try Options(preview: PreviewOptions(lowPowerMode: true)).json()
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"lowPowerMode":true}}"#)
     }
 
     /// Every typed field, written out: the JSON each value sends is the JSON
@@ -95,11 +99,14 @@ import SpeculationPreview
             (Options(visionSidecar: "/m/vision"), #"{\#(base),"visionSidecar":"/m/vision"}"#),
             (Options(kvBits: .threeAndAHalf), #"{"kvBits":"3.5",\#(base)}"#),
             (Options(kvBits: .off), #"{"kvBits":"off",\#(base)}"#),
+            (Options(expertResidency: .streamed), #"{"expertResidency":"streamed",\#(base)}"#),
+            (Options(prefixReuse: false), #"{"prefixReuse":false,\#(base)}"#),
         ]
         for (options, expected) in cases {
             #expect(try options.json() == expected)
         }
         #expect(Options.KVBits.allCases.map(\.rawValue) == ["off", "2", "3", "3.5", "4"])
+        #expect(Options.ExpertResidency.allCases.map(\.rawValue) == ["auto", "streamed", "mapped"])
         #expect(Options.PowerProfile.allCases.map(\.rawValue) == ["performance", "balanced", "efficiency"])
         #expect(Options.SteeringMode.allCases.map(\.rawValue) == ["ablate", "add", "clamp", "renorm"])
         #expect(Options.ExpertCacheSlots.allowed == [8, 16, 24, 32, 48, 64, 96, 128])
@@ -159,7 +166,7 @@ import SpeculationPreview
             return nil
         }
         // The tsffi object is the library's own: status 1, naming the key.
-        let temperatureAccepts = "accepts a finite number >= 0, or null (deterministic decoding)"
+        let temperatureAccepts = "accepts a finite number >= 0, or null (the engine binding's default temperature, 0.2)"
         let negative = failure { try Tsffi.resolveSpeculation(options: Options(temperature: -1)) }
         #expect(negative == TsffiError(status: .invalidArgument,
                                        message: "tsffi.temperature: got -1; \(temperatureAccepts)",
@@ -191,9 +198,16 @@ import SpeculationPreview
         #expect(json?.status == TsffiStatus.json)
         #expect(json?.message == "options: key must be a string at line 1 column 2")
 
-        // A near-miss key is ignored, as the open ignores it, with a warning.
-        let nearMiss = try Tsffi.speculationPlan(modelDir: "/nonexistent",
-                                                 optionsJSON: #"{"speculativDrafter": "dflash"}"#)
+        // A near-miss key is ignored, as the open ignores it, with a warning
+        // (on an install: since ABI 4 the open refuses a path that is not a
+        // directory, after the options).
+        let notADirectory = failure { try Tsffi.speculationPlan(modelDir: "/nonexistent").speculation }
+        #expect(notADirectory == TsffiError(status: .refused,
+                                            message: "/nonexistent is not a directory (and matched no installed alias)",
+                                            function: "tsffi_speculation_plan"))
+        let nearMiss = try Fixtures.withInstalls(["none": ""]) { dirs in
+            try Tsffi.speculationPlan(modelDir: dirs["none"]!, optionsJSON: #"{"speculativDrafter": "dflash"}"#)
+        }
         #expect(nearMiss.ignoredKeys == ["speculativDrafter"])
         #expect(nearMiss.warnings == [#""speculativDrafter" is not a key the engine's open reads, so it "#
                                       + #"ignores it (and so does this preview); did you mean "speculativeDrafter"?"#])

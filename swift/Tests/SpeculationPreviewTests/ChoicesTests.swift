@@ -6,7 +6,9 @@ import Testing
 /// the async calls off the caller's actor, and the settings model.
 @Suite struct ChoicesTests {
     static let shapes = ["none": "", "mtp": "mtp=True", "dflash": "dflash=True",
-                         "both": "mtp=True, dflash=True", "moe": "mtp=True, experts=8"]
+                         "both": "mtp=True, dflash=True", "moe": "mtp=True, experts=8",
+                         // A partial MTP head: the open cannot build it (ABI 4).
+                         "partial": "mtp_tensors=('mtp.fc.weight',)"]
     static let optionSets: [Options] = [
         Options(),
         Options(temperature: 0.7),
@@ -22,7 +24,20 @@ import Testing
             var refused = 0, planned = 0
             for (name, dir) in dirs.sorted(by: { $0.key < $1.key }) {
                 for options in Self.optionSets {
-                    let table = try Tsffi.speculationChoices(modelDir: dir, options: options)
+                    // An install the open refuses whatever is asked (garbage:
+                    // its index) fails the table as it fails the plan (ABI 4).
+                    guard case .ok(let table) = Outcome({ try Tsffi.speculationChoices(modelDir: dir, options: options) })
+                    else {
+                        let table = thrownError { () throws(TsffiError) in
+                            try Tsffi.speculationChoices(modelDir: dir, options: options)
+                        }
+                        let plan = thrownError { () throws(TsffiError) in
+                            try Tsffi.speculationPlan(modelDir: dir, options: options)
+                        }
+                        #expect(name == "garbage")
+                        #expect(table?.status == .refused && table?.message == plan?.message)
+                        continue
+                    }
                     #expect(table.choices.map { [$0.speculation, $0.speculativeDrafter] as [AnyHashable] }
                             == Self.speculations.flatMap { s in Self.drafters.map { [s, $0] as [AnyHashable] } })
                     #expect(table.modelDir == dir)
@@ -45,6 +60,12 @@ import Testing
             }
             // Both kinds of item occur, so both comparisons ran.
             #expect(refused > 100 && planned > 100)
+            // The open's failure to build the partial head is an item's refusal,
+            // in the open's words (no "--speculative" prefix).
+            let partial = try Tsffi.speculationChoices(modelDir: dirs["partial"]!)
+            #expect(partial.choice(speculation: .auto, drafter: .mtp)?.error
+                    == "missing resident tensor: mtp.pre_fc_norm_embedding.weight")
+            #expect(partial.choice(speculation: .off, drafter: .mtp)?.isRefused == false)
         }
     }
 
@@ -112,10 +133,13 @@ import Testing
                     == (try Tsffi.draftPolicies(choice: drafter, options: Options(speculation: .block(3)))))
             #expect(try await Tsffi.Background.installInfo(modelDir: dir) == (try Tsffi.installInfo(modelDir: dir)))
             #expect(try await Tsffi.Background.installInfoJSON(modelDir: dir) == (try Tsffi.installInfoJSON(modelDir: dir)))
-            #expect(try await Tsffi.Background.speculationPlanJSON(modelDir: dir, optionsJSON: nil)
-                    == (try Tsffi.speculationPlanJSON(modelDir: dir, optionsJSON: nil)))
-            #expect(try await Tsffi.Background.speculationChoicesJSON(modelDir: dir, optionsJSON: "{}")
-                    == (try Tsffi.speculationChoicesJSON(modelDir: dir, optionsJSON: "{}")))
+            // (Refused for the garbage install, as the open refuses it.)
+            #expect(await AsyncOutcome { () async throws(TsffiError) in
+                        try await Tsffi.Background.speculationPlanJSON(modelDir: dir, optionsJSON: nil)
+                    } == Outcome { try Tsffi.speculationPlanJSON(modelDir: dir, optionsJSON: nil) })
+            #expect(await AsyncOutcome { () async throws(TsffiError) in
+                        try await Tsffi.Background.speculationChoicesJSON(modelDir: dir, optionsJSON: "{}")
+                    } == Outcome { try Tsffi.speculationChoicesJSON(modelDir: dir, optionsJSON: "{}") })
             #expect(try await Tsffi.Background.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)
                     == (try Tsffi.resolveDrafterJSON(modelDir: dir, optionsJSON: nil)))
         }
@@ -175,7 +199,7 @@ import Testing
             #expect(model.plan == nil && model.choices == nil)
             #expect(model.error?.status == TsffiStatus.invalidArgument)
             #expect(model.error?.message
-                    == "tsffi.temperature: got -1; accepts a finite number >= 0, or null (deterministic decoding)")
+                    == "tsffi.temperature: got -1; accepts a finite number >= 0, or null (the engine binding's default temperature, 0.2)")
 
             model.modelDir = dirs["mtp"]!
             model.options = Options(drafter: .mtp, speculation: .block(3))
@@ -315,7 +339,9 @@ func fakeTable(_ request: SpeculationSettings.Request) -> SpeculationChoices {
     if case .block(let n) = options.speculation { block = n } else { block = 2 }
     let plan = PlanResult(drafter: DrafterChoice(drafter: .mtp, installHasMtpHead: true, installHasDflash: false, note: nil),
                           draftPolicies: DraftPolicies(mtp: .fixed(block), dflash: .off),
-                          speculation: SpeculationPlan(block: block, drafter: .mtp, reason: nil))
+                          speculation: SpeculationPlan(block: block, drafter: .mtp, reason: nil),
+                          turn: Turn(temperature: options.temperature ?? 0.2,
+                                     speculates: options.temperature == 0, reason: nil))
     let item = SpeculationChoice(speculation: options.speculation, speculativeDrafter: options.drafter,
                                  status: .ok, plan: plan, error: nil, selected: true)
     return SpeculationChoices(modelDir: request.modelDir ?? "", install: .init(installHasMtpHead: true, installHasDflash: false),

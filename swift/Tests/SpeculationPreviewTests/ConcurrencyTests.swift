@@ -85,7 +85,7 @@ import SpeculationPreview
                         guard case .failed(let error) = outcome,
                               error.status == TsffiStatus.invalidArgument,
                               error.message == "tsffi.temperature: got \(Int(value)); accepts a finite number "
-                                  + ">= 0, or null (deterministic decoding)"
+                                  + ">= 0, or null (the engine binding's default temperature, 0.2)"
                         else {
                             bad.append("task \(task) call \(call): \(outcome)")
                             continue
@@ -142,9 +142,11 @@ import SpeculationPreview
             dirs[name] = dir
             lines.append("write_install('\(dir)'\(kwargs.isEmpty ? "" : ", " + kwargs))")
         }
-        try Fixtures.runPython(lines.joined(separator: "\n"))
+        // Beside a valid manifest.json, so the open gets past it and refuses
+        // the index (ABI 4).
         let garbage = root.appendingPathComponent("garbage")
-        try FileManager.default.createDirectory(at: garbage, withIntermediateDirectories: true)
+        lines.append("write_install('\(garbage.path)')")
+        try Fixtures.runPython(lines.joined(separator: "\n"))
         try Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 97 &+ 3) })
             .write(to: garbage.appendingPathComponent("model_weights.bin"))
         dirs["garbage"] = garbage.path

@@ -7,12 +7,13 @@ import Testing
 /// option stage): 4 for what its decoder refuses, 2 for what its mapping
 /// refuses, 1 only for what the open never sees (a bad `tsffi` object).
 @Suite struct EngineOptionsTests {
-    @Test func theHeaderAndTheLibraryAreABI3() {
-        // Status 2 for a block outside 1...15 and the tsffi object are ABI 3
-        // meanings: a package built against an older header must not run them.
-        #expect(Tsffi.headerABIVersion == 3)
+    @Test func theHeaderAndTheLibraryAreABI4() {
+        // The turn's temperature and the open's refusals of an install are
+        // ABI 4 meanings: a package built against an older header must not
+        // run them.
+        #expect(Tsffi.headerABIVersion == 4)
         #expect(Tsffi.abiVersion == 4)
-        #expect(Tsffi.abiMismatch(loaded: 3, header: 3) == nil)
+        #expect(Tsffi.abiMismatch(loaded: 4, header: 4) == nil)
         // An ABI 2 library says 1 where ABI 3 says 2: every call refuses to read it.
         #expect(Tsffi.abiMismatch(loaded: 2, header: 3)
                 == TsffiError(status: .internal,
@@ -30,6 +31,8 @@ import Testing
         (Options(expertCacheSlots: .slots(12)), .refused,
          #"expertCacheSlots must be "auto" or one of [8, 16, 24, 32, 48, 64, 96, 128], got 12"#),
         (Options(loadGuard: .byteCeiling(0)), .refused, "loadGuard as a byte ceiling must be positive, got 0"),
+        // Refused since the engine's 0a45c54 (ABI 4).
+        (Options(maxContext: .tokens(0)), .refused, #"maxContext must be at least 1, or "auto""#),
         (Options(steeringMode: .add), .refused, "steering options given without a steering vector path"),
         (Options(steering: "/v.safetensors", steeringGate: -1), .refused,
          "steeringGate must be a finite number >= 0, got -1"),
@@ -56,8 +59,9 @@ import Testing
     /// What the engine accepts, the library accepts: every typed value in range.
     @Test func everyValueTheEngineAcceptsPlans() throws {
         let accepted: [Options] = [
-            Options(maxContext: .auto), Options(maxContext: .tokens(0)), Options(maxContext: .tokens(4_294_967_295)),
+            Options(maxContext: .auto), Options(maxContext: .tokens(1)), Options(maxContext: .tokens(4_294_967_295)),
             Options(expertCacheSlots: .auto), Options(powerProfile: .balanced),
+            Options(prefixReuse: true), Options(prefixReuse: false),
             Options(loadGuard: .relaxed), Options(loadGuard: .byteCeiling(1)),
             Options(minAutoContext: UInt32.max), Options(maxTokensPerSec: 30),
             Options(steering: "/v.safetensors", steeringMode: .renorm, steeringScale: 1.5,
@@ -65,10 +69,32 @@ import Testing
             Options(visionSidecar: "/m/vision"),
         ] + Options.ExpertCacheSlots.allowed.map { Options(expertCacheSlots: .slots($0)) }
             + Options.KVBits.allCases.map { Options(kvBits: $0) }
+            + Options.ExpertResidency.allCases.map { Options(expertResidency: $0) }
         for options in accepted {
             #expect(try Tsffi.resolveSpeculation(options: options)
                     == SpeculationPlan(block: 2, drafter: .mtp, reason: nil), "\(options)")
         }
+    }
+
+    /// The two keys of the engine's 0a45c54, typed, in the table's order, and
+    /// what the open refuses of them (an exact spelling; a bool).
+    @Test func theNewKeysAreSentAndChecked() throws {
+        #expect(try Options(expertResidency: .mapped, prefixReuse: true).json()
+                == #"{"expertResidency":"mapped","prefixReuse":true,"speculation":"auto","speculativeDrafter":"auto"}"#)
+        #expect(Options.Key.engineKeys.count == 18)
+        let refused = thrownError { () throws(TsffiError) in
+            try Tsffi.resolveSpeculationJSON(optionsJSON: #"{"expertResidency": "Mapped"}"#)
+        }
+        #expect(refused == TsffiError(status: .refused,
+                                      message: #"expertResidency must be auto, streamed or mapped, got "Mapped""#,
+                                      function: "tsffi_resolve_speculation"))
+        let notBool = thrownError { () throws(TsffiError) in
+            try Tsffi.resolveSpeculationJSON(optionsJSON: #"{"prefixReuse": 1}"#)
+        }
+        #expect(notBool?.status == .json)
+        #expect(PreviewOptions(lowPowerMode: true).isEmpty == false)
+        #expect(try Options(preview: PreviewOptions(temperature: 0, lowPowerMode: true)).json()
+                == #"{"speculation":"auto","speculativeDrafter":"auto","tsffi":{"lowPowerMode":true,"temperature":0}}"#)
     }
 
     @Test func theDecodersRefusalsAreStatusJSON() {

@@ -82,7 +82,8 @@ enum Fixtures {
     /// A fresh temp directory holding the named installs, removed afterwards.
     /// `shapes` maps an install name to write_install keyword arguments
     /// (Python source, e.g. "dflash=True"); `garbage` names installs whose
-    /// model_weights.bin is not an index at all.
+    /// model_weights.bin is not an index at all, beside a valid manifest.json
+    /// (so the open gets past the manifest and refuses the index, ABI 4).
     static func withInstalls<R>(
         _ shapes: [String: String],
         garbage: [String] = [],
@@ -99,12 +100,14 @@ enum Fixtures {
             dirs[name] = dir
             lines.append("write_install(\(pythonString(dir))\(kwargs.isEmpty ? "" : ", " + kwargs))")
         }
-        if !shapes.isEmpty {
+        for name in garbage {
+            lines.append("write_install(\(pythonString(root.appendingPathComponent(name).path)))")
+        }
+        if lines.count > 1 {
             try runPython(lines.joined(separator: "\n"))
         }
         for name in garbage {
             let dir = root.appendingPathComponent(name)
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             // Not an index: a header whose entry count overflows, then noise.
             var bytes = [UInt8](repeating: 0xA5, count: 4096)
             for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 131 &+ 7) }

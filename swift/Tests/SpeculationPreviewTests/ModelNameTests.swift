@@ -52,11 +52,16 @@ import SpeculationPreview
             #expect(byDefault.modelDir == defaultDir)
             #expect(byDefault.drafter.installHasMtpHead == true)
             #expect(byDefault.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
-            // An unknown name comes back as itself (in the working directory),
-            // and reads as no install: unknown flags, never an error.
-            let none = try Tsffi.speculationPlan(modelDir: unknown)
+            // An unknown name comes back as itself (in the working directory):
+            // the drafter choice reads no install (unknown flags), and the
+            // plan is the open's refusal naming the name as given (ABI 4).
+            let none = try Tsffi.resolveDrafter(modelDir: unknown)
             #expect(none.modelDir == FileManager.default.currentDirectoryPath + "/" + unknown)
-            #expect(none.drafter.installHasMtpHead == nil)
+            #expect(none.installHasMtpHead == nil)
+            let refused = thrownError { () throws(TsffiError) in try Tsffi.speculationPlan(modelDir: unknown) }
+            #expect(refused == TsffiError(status: .refused,
+                                          message: "\(unknown) is not a directory (and matched no installed alias)",
+                                          function: "tsffi_speculation_plan"))
             // Re-pointing the alias is seen on the next call.
             try Fixtures.runPython("""
                 from turbospark_ffi.install_writer import record_install

@@ -83,20 +83,79 @@ import SpeculationPreview
         }
     }
 
-    @Test func sampledRunRefusesTheBlockDrafterButNotTheStepDrafter() throws {
+    /// ABI 4: the temperature is the TURN's. The session is the open's
+    /// answer, greedy assumed, whatever it says (DFlash2 at 0.7 drafts); the
+    /// turn says the turns will not speculate. Only the seed's own step
+    /// function, tsffi_resolve_speculation, keeps the engine CLI's sampled
+    /// rule.
+    @Test func aSampledTurnLeavesTheSessionAsTheOpenDecidesIt() throws {
         try Fixtures.withInstalls(["both": "mtp=True, dflash=True"]) { dirs in
-            let error = thrownError { () throws(TsffiError) in
-                try Tsffi.speculationPlan(modelDir: dirs["both"]!, options: Options(
-                    drafter: .dflash, speculation: .block(2), temperature: 0.7))
+            for drafter in [SpeculativeDrafter.dflash, .mtp] {
+                let sampled = try Tsffi.speculationPlan(modelDir: dirs["both"]!, options: Options(
+                    drafter: drafter, speculation: .block(2), temperature: 0.7))
+                #expect(sampled.speculation == SpeculationPlan(block: 2, drafter: drafter, reason: nil))
+                #expect(sampled.turn == Turn(temperature: 0.7, speculates: false, reason: Self.sampledTurn07))
+                #expect(sampled.sessionSummary == "\(drafter.rawValue) x2, greedy only")
             }
-            #expect(error?.status == TsffiStatus.refused)
-            #expect(error?.message == Fixtures.refusalPrefix + Fixtures.sampledReason)
-            let mtp = try Tsffi.speculationPlan(modelDir: dirs["both"]!, options: Options(
-                drafter: .mtp, speculation: .block(2), temperature: 0.7))
-            #expect(mtp.speculation == SpeculationPlan(block: 2, drafter: .mtp, reason: nil))
             let greedy = try Tsffi.speculationPlan(modelDir: dirs["both"]!, options: Options(
                 drafter: .dflash, speculation: .block(3), temperature: 0))
             #expect(greedy.speculation == SpeculationPlan(block: 3, drafter: .dflash, reason: nil))
+            #expect(greedy.turn == Turn(temperature: 0, speculates: true, reason: nil))
+            let step = thrownError { () throws(TsffiError) in
+                try Tsffi.resolveSpeculation(options: Options(
+                    drafter: .dflash, speculation: .block(2), temperature: 0.7))
+            }
+            #expect(step?.status == TsffiStatus.refused)
+            #expect(step?.message == Fixtures.refusalPrefix + Fixtures.sampledReason)
+        }
+    }
+
+    static let sampledTurn07 = "this session drafts, but a turn speculates only at temperature 0 and "
+        + "this turn's temperature is 0.7: it decodes sequentially (send temperature 0 to speculate)"
+    static let rateControl = "and a turn under rate control decodes sequentially"
+
+    /// Whether a turn speculates (turn.py), written out: only at temperature
+    /// 0 with rate control off; the reason names the cause when the session
+    /// drafts; nil when it does not draft.
+    static let turns: [(String, Options, Turn)] = [
+        ("mtp", Options(), Turn(temperature: 0.2, speculates: false, reason:
+            "this session drafts, but a turn speculates only at temperature 0 and this turn's "
+            + "temperature is 0.2 (the engine binding's default): it decodes sequentially (send "
+            + "temperature 0 to speculate)")),
+        ("mtp", Options(temperature: 0), Turn(temperature: 0, speculates: true, reason: nil)),
+        ("mtp", Options(temperature: 0.7), Turn(temperature: 0.7, speculates: false, reason: sampledTurn07)),
+        ("mtp", Options(preview: PreviewOptions(temperature: 0, lowPowerMode: true)),
+         Turn(temperature: 0, speculates: false, reason:
+            "this session drafts, but Low Power Mode resolves the absent powerProfile to "
+            + "\"efficiency\", which turns the engine's rate control on, " + rateControl
+            + " (set powerProfile \"performance\" to speculate)")),
+        // A power profile given outranks Low Power Mode.
+        ("mtp", Options(powerProfile: .performance, preview: PreviewOptions(temperature: 0, lowPowerMode: true)),
+         Turn(temperature: 0, speculates: true, reason: nil)),
+        ("mtp", Options(powerProfile: .efficiency, preview: PreviewOptions(temperature: 0)),
+         Turn(temperature: 0, speculates: false, reason:
+            "this session drafts, but powerProfile \"efficiency\" turns the engine's rate control on, "
+            + rateControl + " (powerProfile \"performance\" speculates)")),
+        // Any maxTokensPerSec, 0 included.
+        ("mtp", Options(maxTokensPerSec: 0, preview: PreviewOptions(temperature: 0)),
+         Turn(temperature: 0, speculates: false, reason:
+            "this session drafts, but maxTokensPerSec turns the engine's rate control on, "
+            + rateControl + " (leave maxTokensPerSec unset to speculate)")),
+        // The session does not draft: no turn reason (the session's says why).
+        ("none", Options(temperature: 0), Turn(temperature: 0, speculates: false, reason: nil)),
+        ("mtp", Options(speculation: .off, temperature: 0), Turn(temperature: 0, speculates: false, reason: nil)),
+    ]
+
+    @Test func theTurnSaysWhetherATurnSpeculates() throws {
+        try Fixtures.withInstalls(["mtp": "mtp=True", "none": ""]) { dirs in
+            for (name, options, turn) in Self.turns {
+                let plan = try Tsffi.speculationPlan(modelDir: dirs[name]!, options: options)
+                let sent = try options.json()
+                #expect(plan.turn == turn, "\(name) \(sent)")
+                // The table's item for the same options says the same.
+                let table = try Tsffi.speculationChoices(modelDir: dirs[name]!, options: options)
+                #expect(table.selected?.plan?.turn == turn)
+            }
         }
     }
 
@@ -105,10 +164,13 @@ import SpeculationPreview
             let root = URL(fileURLWithPath: dirs["garbage"]!).deletingLastPathComponent()
             // Two more ways to be unreadable: too short for a header, and empty.
             var unreadable = [dirs["garbage"]!]
+            let manifest = try Data(contentsOf: URL(fileURLWithPath: dirs["garbage"]!)
+                .appendingPathComponent("manifest.json"))
             for (name, bytes) in [("short", [UInt8](repeating: 1, count: 10)), ("empty", [])] {
                 let dir = root.appendingPathComponent(name)
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
                 try Data(bytes).write(to: dir.appendingPathComponent("model_weights.bin"))
+                try manifest.write(to: dir.appendingPathComponent("manifest.json"))
                 unreadable.append(dir.path)
             }
             for dir in unreadable {
@@ -126,11 +188,13 @@ import SpeculationPreview
                 #expect(info.indexError != nil)
                 #expect(info.modelDir == dir)
 
-                let plan = try Tsffi.speculationPlan(modelDir: dir)
-                #expect(plan.drafter.installHasMtpHead == nil)
-                #expect(plan.drafter.installHasDflash == nil)
-                #expect(plan.speculation.block == nil)
-                #expect(plan.speculation.reason == info.indexError)
+                // The open refuses an unreadable index (ABI 4): status 2, the
+                // reader's text, which install info gives as openError too.
+                let refused = thrownError { () throws(TsffiError) in try Tsffi.speculationPlan(modelDir: dir) }
+                #expect(refused?.status == .refused)
+                #expect(refused?.message == info.indexError)
+                #expect(info.openError == info.indexError)
+                #expect(info.arch != nil && info.manifestError == nil)
 
                 // nil is "nobody looked", not "absent": a named block still asks
                 // the open for the head, so a broken install fails at open with
@@ -158,6 +222,13 @@ import SpeculationPreview
 
             let moe = try Tsffi.installInfo(modelDir: dirs["moe"]!)
             #expect(moe.experts?.expertsPerLayer == 8)
+            // The manifest's arch, which the blockers read (ABI 4).
+            #expect(info.arch == InstallInfo.Arch(family: "qwen35", hiddenSize: 5120, vocabSize: 248320,
+                                                  numLayers: 4, numExperts: 0,
+                                                  fullAttentionLayerMask: [2, 2, 2, 1], visionDepth: 0,
+                                                  firstFullAttentionLayer: 3))
+            #expect(moe.arch?.numExperts == 8)
+            #expect(info.manifestError == nil && info.openError == nil)
             // The raw JSON is the same document.
             let raw = try Tsffi.installInfoJSON(modelDir: dirs["moe"]!)
             #expect(try JSONDecoder().decode(InstallInfo.self, from: Data(raw.utf8)) == moe)
@@ -219,8 +290,8 @@ import SpeculationPreview
     }
 
     @Test func resultsEncodeBackToTheWireShape() throws {
-        try Fixtures.withInstalls(["dflash": "dflash=True"], garbage: ["garbage"]) { dirs in
-            for dir in [dirs["dflash"]!, dirs["garbage"]!] {
+        try Fixtures.withInstalls(["dflash": "dflash=True", "mtp": "mtp=True"]) { dirs in
+            for dir in [dirs["dflash"]!, dirs["mtp"]!] {
                 for options in [Options(), Options(drafter: .dflash), Options(speculation: .off)] {
                     let raw = try Tsffi.speculationPlanJSON(modelDir: dir, optionsJSON: options.json())
                     let decoded = try JSONDecoder().decode(PlanResult.self, from: Data(raw.utf8))

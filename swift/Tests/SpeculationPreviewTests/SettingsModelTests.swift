@@ -216,7 +216,7 @@ import SpeculationPreview
                                                                   optionsJSON: #"{"tsffi":{"temperature":"nan"}}"#))
             #expect(model.error?.status == TsffiStatus.invalidArgument)
             #expect(model.error?.message
-                    == #"tsffi.temperature: got "nan"; accepts a finite number >= 0, or null (deterministic decoding)"#)
+                    == #"tsffi.temperature: got "nan"; accepts a finite number >= 0, or null (the engine binding's default temperature, 0.2)"#)
         }
     }
 
@@ -275,6 +275,47 @@ import SpeculationPreview
             #expect(model.plan == direct)
             #expect(model.plan?.speculation.reason == Fixtures.dflashAutoNote)
             #expect(await asked.requests.count == 1)
+        }
+    }
+
+    /// The pane's status line after open, as the engine's app shows it
+    /// ("mtp x2, greedy only"), and whether the host's own turns speculate:
+    /// left at the binding's default temperature (0.2) a session that drafts
+    /// never does, and the model says why (ABI 4).
+    @MainActor
+    @Test func theModelSaysWhetherTheHostsTurnsSpeculate() async throws {
+        try await withInstallsAsync(["mtp": "mtp=True", "none": ""]) { dirs in
+            let model = SpeculationSettings(modelDir: dirs["mtp"]!)
+            await model.settled()
+            #expect(model.sessionSummary == "mtp x2, greedy only")
+            #expect(model.turnOutcome == .sequential(reason:
+                "this session drafts, but a turn speculates only at temperature 0 and this turn's "
+                + "temperature is 0.2 (the engine binding's default): it decodes sequentially (send "
+                + "temperature 0 to speculate)"))
+            #expect(model.turn == Turn(temperature: 0.2, speculates: false, reason: model.plan?.turn.reason))
+
+            model.options = Options(temperature: 0)
+            await model.settled()
+            #expect(model.turnOutcome == .speculates)
+            #expect(model.sessionSummary == "mtp x2, greedy only")
+
+            // Low Power Mode, with no power profile given: efficiency's rate control.
+            model.options = Options(preview: PreviewOptions(temperature: 0, lowPowerMode: true))
+            await model.settled()
+            #expect(model.turnOutcome == .sequential(reason:
+                "this session drafts, but Low Power Mode resolves the absent powerProfile to "
+                + "\"efficiency\", which turns the engine's rate control on, and a turn under rate "
+                + "control decodes sequentially (set powerProfile \"performance\" to speculate)"))
+
+            model.update(modelDir: dirs["none"]!, options: Options(temperature: 0))
+            await model.settled()
+            #expect(model.turnOutcome == .sessionOff)
+            #expect(model.sessionSummary == nil)
+            #expect(model.plan?.speculation.reason == Fixtures.noHead)
+
+            model.modelDir = nil
+            await model.settled()
+            #expect(model.turnOutcome == nil && model.turn == nil && model.sessionSummary == nil)
         }
     }
 }
