@@ -156,8 +156,10 @@ def timed_fresh(make, fn, reps: int) -> list[float]:
 
 def first_plan(model_dir: Path, reps: int, label: str) -> None:
     from turbospark_ffi import install
-    from turbospark_ffi.blockers import first_full_attention_layer, preview_blocker
+    from turbospark_ffi.blockers import speculation_blocker
     from turbospark_ffi.expert_layout import load_expert_layout
+    from turbospark_ffi.manifest_arch import load_manifest_arch
+    from turbospark_ffi.runner_open import build_mtp, check_dtype_gates
     from turbospark_ffi.options import parse_options
     from turbospark_ffi.plan import plan_for_snapshot
     from turbospark_ffi.policy import SpeculativeDrafter
@@ -176,20 +178,27 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
     s_snap = timed(fresh_snapshot, reps)
     s_idx = timed(lambda: load_resident_index(weights), reps)
     s_lay = timed(lambda: load_expert_layout(str(model_dir)), reps)
-    experts = load_expert_layout(str(model_dir)).experts_per_layer
+    s_arch = timed(lambda: load_manifest_arch(str(model_dir)), reps)
+    arch = load_manifest_arch(str(model_dir))
     s_plan = timed_fresh(fresh_snapshot, lambda s: plan_text(plan_for_snapshot(s, opts)), reps)
+    s_gates = timed_fresh(lambda: load_resident_index(weights), check_dtype_gates, reps)
+    s_build = timed_fresh(lambda: load_resident_index(weights),
+                          lambda i: build_mtp(i, arch, False), reps)
     s_block = timed_fresh(lambda: load_resident_index(weights),
-                          lambda i: preview_blocker(i, experts, SpeculativeDrafter.MTP), reps)
-    s_ffa = timed_fresh(lambda: load_resident_index(weights), first_full_attention_layer, reps)
+                          lambda i: speculation_blocker(arch, i, SpeculativeDrafter.MTP, True,
+                                                        False), reps)
     s_names = timed_fresh(lambda: load_resident_index(weights),
                           lambda i: i.names_containing(b".self_attn."), reps)
     print(f"   total: snapshot + plan + text                 {stat_line(s_total)}")
     print(f"     install.snapshot                            {stat_line(s_snap)}")
     print(f"       load_resident_index                       {stat_line(s_idx)}")
-    print(f"       load_expert_layout                        {stat_line(s_lay)}")
+    print(f"       load_manifest_arch                        {stat_line(s_arch)}")
     print(f"     plan_for_snapshot + text (fresh snapshot)   {stat_line(s_plan)}")
-    print(f"       preview_blocker (fresh index)             {stat_line(s_block)}")
-    print(f"         first_full_attention_layer              {stat_line(s_ffa)}")
+    print(f"       check_dtype_gates (fresh index)           {stat_line(s_gates)}")
+    print(f"       build_mtp (fresh index)                   {stat_line(s_build)}")
+    print(f"       speculation_blocker (fresh index)         {stat_line(s_block)}")
+    print(f"   (install info only, read on its first use:)")
+    print(f"       load_expert_layout                        {stat_line(s_lay)}")
     print(f"       names_containing(b'.self_attn.')          {stat_line(s_names)}")
     print(f"         (what the Python reader's answer to the layer costs; the C pass answers it)")
     print(f"   first choices table: snapshot + table text   {stat_line(s_table)}"

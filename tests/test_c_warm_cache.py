@@ -30,13 +30,19 @@ def lib(library_path):
     lib.tsffi_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
                                         ctypes.POINTER(ctypes.c_void_p)]
     lib.tsffi_speculation_plan.restype = ctypes.c_int32
+    lib.tsffi_resolve_drafter.argtypes = lib.tsffi_speculation_plan.argtypes
+    lib.tsffi_resolve_drafter.restype = ctypes.c_int32
     lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
     return lib
 
 
-def plan(lib, model_dir, options=b"{}"):
+def plan(lib, model_dir, options=b"{}", refused_ok=False):
+    """The plan's JSON; with `refused_ok`, ("refused", status) when the open
+    refuses the install."""
     out = ctypes.c_void_p()
     status = lib.tsffi_speculation_plan(str(model_dir).encode(), options, ctypes.byref(out))
+    if refused_ok and status == 2:
+        return ("refused", status)
     assert status == 0
     text = ctypes.string_at(out.value).decode()
     lib.tsffi_string_free(out)
@@ -70,7 +76,7 @@ def note_of(result):
 
 
 @pytest.mark.parametrize("change", ["rewrite_same_size", "replace", "truncate", "touch",
-                                    "remove", "layout_moe"])
+                                    "remove", "layout_moe", "manifest_moe", "manifest_touch"])
 def test_a_changed_install_is_read_again(lib, tmp_path, monkeypatch, aged_clock, change):
     d = write_install(tmp_path / "install", mtp=True, layers=8)
     age(d)
@@ -85,14 +91,16 @@ def test_a_changed_install_is_read_again(lib, tmp_path, monkeypatch, aged_clock,
         data = data[:weights.stat().st_size].ljust(weights.stat().st_size, b"\0")
         with open(weights, "r+b") as f:
             f.write(data)
-        expect = lambda r: r["drafter"]["installHasMtpHead"] is not True
+        # The other index, cut to this size, runs past the file: the open
+        # refuses what it reads now.
+        expect = lambda r: r == ("refused", 2)
     elif change == "replace":
         other = write_install(tmp_path / "other", dflash=True, layers=8)
         os.replace(other / "model_weights.bin", weights)
         expect = lambda r: note_of(r) == DFLASH_AUTO_NOTE
     elif change == "truncate":
         os.truncate(weights, 10)
-        expect = lambda r: r["drafter"]["installHasMtpHead"] is None
+        expect = lambda r: r == ("refused", 2)
     elif change == "touch":
         os.utime(weights)
         # Same content, same answer: what must change is who answers.
@@ -100,12 +108,26 @@ def test_a_changed_install_is_read_again(lib, tmp_path, monkeypatch, aged_clock,
         return
     elif change == "remove":
         weights.unlink()
-        expect = lambda r: r["drafter"]["installHasMtpHead"] is None
-    else:
+        expect = lambda r: r == ("refused", 2)
+    elif change == "layout_moe":
+        # No decision reads the layout, but install info does: a changed
+        # layout reaches Python, with the same answer.
         (d / "packed_experts" / "layout.json").write_text(
             '{"expertStride": 1, "numLayers": 8, "expertsPerLayer": 256, "layers": []}')
+        assert not _remembered(lib, d, monkeypatch), "a changed layout must reach Python"
+        return
+    elif change == "manifest_moe":
+        # The manifest is the third file of the key: its routed experts are
+        # the blockers' MoE arm.
+        manifest = d / "manifest.json"
+        manifest.write_text(manifest.read_text().replace('"numExperts": 0',
+                                                         '"numExperts": 256'))
         expect = lambda r: "256 experts" in (r["speculation"]["reason"] or "")
-    second = plan(lib, d)
+    else:
+        os.utime(d / "manifest.json")
+        assert not _remembered(lib, d, monkeypatch), "a touched manifest must reach Python"
+        return
+    second = plan(lib, d, refused_ok=True)
     assert second != first
     assert expect(second)
 
@@ -165,6 +187,18 @@ def test_the_warm_path_keys_on_the_whole_options_text(lib, tmp_path, aged_clock)
 
 def _plan_dir(lib, name) -> str:
     return plan(lib, name)["modelDir"]
+
+
+def drafter(lib, model_dir) -> dict:
+    """tsffi_resolve_drafter's answer (the original module's resolve_drafter
+    answers any name, a directory or not; the plan refuses what the open
+    refuses): a warm-path call that names the directory it read."""
+    out = ctypes.c_void_p()
+    status = lib.tsffi_resolve_drafter(str(model_dir).encode(), b"{}", ctypes.byref(out))
+    assert status == 0
+    text = ctypes.string_at(out.value).decode()
+    lib.tsffi_string_free(out)
+    return json.loads(text)
 
 
 def test_an_absolute_directory_is_remembered(lib, tmp_path, monkeypatch, aged_clock):
@@ -227,7 +261,7 @@ def test_a_store_set_after_the_first_call_is_seen(lib, tmp_path, monkeypatch, ag
     monkeypatch.delenv("TURBOSPARK_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "no-store-here"))
     monkeypatch.chdir(tmp_path)
-    assert _plan_dir(lib, "qm") == str(tmp_path / "qm")
+    assert drafter(lib, "qm")["modelDir"] == str(tmp_path / "qm")
     monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
     assert _plan_dir(lib, "qm") == str(stored)
 
@@ -283,19 +317,22 @@ def test_only_an_absolute_existing_directory_is_answered_from_c(lib, tmp_path, m
     `model_dir[0] == '/'` alone, the plain-file and missing-path rows failed
     alike; without `model_dir[0] == '/'`, the relative-name row failed (under
     the new working directory the third call answered modelDir `.`, not that
-    directory's path)."""
+    directory's path). Measured with the plan call; since ABI 4 the plan
+    refuses a name that is not a directory (refusals are never remembered),
+    so the rows ask tsffi_resolve_drafter, which answers any name and goes
+    through the same warm path."""
     from turbospark_ffi.plan import request
     monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
     name, change = make(tmp_path, monkeypatch)
-    first = plan(lib, name)
+    first = drafter(lib, name)
     offered = request(name.encode(), b"{}")
     # The fixture discriminates: Python would let C remember this answer.
     assert (offered.snapshot.trusted, offered.names_the_directory) == (True, True)
-    assert plan(lib, name) == first
+    assert drafter(lib, name) == first
     key = install_key(name)
     now = change()
     assert install_key(name) == key  # the name's files say nothing changed
-    second = plan(lib, name)
+    second = drafter(lib, name)
     assert second["modelDir"] == str(now) != first["modelDir"]
 
 

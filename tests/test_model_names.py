@@ -259,7 +259,14 @@ def test_every_python_entry_point_checks_model_dir_alike(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     call = _entry_points()[entry]
     if message is None:
-        call(argument)  # accepted
+        # Accepted as a model_dir: the working directory, which holds no
+        # install, so a plan is the open's refusal of it (not an argument
+        # error).
+        from turbospark_ffi.errors import OpenRefused
+        try:
+            call(argument)
+        except OpenRefused as exc:
+            assert entry == "speculation_plan" and exc.stage == "manifest", exc
         return
     with pytest.raises(InvalidArgument) as info:
         call(argument)
@@ -319,10 +326,20 @@ class Host:
         return json.loads(text)
 
     def read(self, name: str) -> str:
-        """The directory each of the three functions says it read (they agree)."""
-        dirs = {fn: self.call(fn, name)["modelDir"] for fn in ("plan", "drafter", "info")}
+        """The directory each function says it read (they agree); where the
+        name resolves to no directory, the plan is the open's refusal of
+        the name as given."""
+        dirs = {fn: self.call(fn, name)["modelDir"] for fn in ("drafter", "info")}
         assert len(set(dirs.values())) == 1, dirs
-        return dirs["plan"]
+        answer = self.say(f"plan {name}")
+        got_fn, status, text = answer.split(" ", 2)
+        if status == "0":
+            assert json.loads(text)["modelDir"] == dirs["drafter"], answer
+        else:
+            assert (got_fn, status, text) == (
+                "plan", "2", f"{name} is not a directory (and matched no installed alias)")
+            assert not os.path.isdir(dirs["drafter"]), answer
+        return dirs["drafter"]
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -395,10 +412,13 @@ def test_a_c_host_with_a_removed_working_directory(alias_host, tmp_path):
     try:
         assert host.read("qm") == str(work / "qm")
         work.rmdir()
-        answer = host.say("plan qm")
+        answer = host.say("drafter qm")
         status, text = answer.split(" ", 2)[1:]
         assert status == "0"
         assert json.loads(text)["modelDir"] == "qm"
+        # The plan is the open's refusal of the name, as given.
+        assert host.say("plan qm") == \
+            "plan 2 qm is not a directory (and matched no installed alias)"
     finally:
         host.close()
 

@@ -328,17 +328,18 @@ UNREADABLE_STORES = [
 
 @pytest.mark.parametrize("case", UNREADABLE_STORES, ids=[c[0] for c in UNREADABLE_STORES])
 def test_a_store_the_engine_would_hang_on_answers_at_once(alias_host, tmp_path, case):
-    """A plan by alias, a plan of a missing absolute directory (which the
-    engine's rule also looks up in the store) and the listing all answer; the
-    default install path still resolves, so the fixture shows resolution went
-    on past the refused file."""
+    """A plan by alias, a drafter choice for a missing absolute directory
+    (which the engine's rule also looks up in the store; a plan of it is the
+    open's refusal of the name) and the listing all answer; the default
+    install path still resolves, so the fixture shows resolution went on
+    past the refused file."""
     _id, make, reason = case
     root = tmp_path / "S"
     default = write_install(root / "models" / "text" / "qm.gturbo", mtp=True)
     make(root / "installed.json")
     missing = tmp_path / "nowhere" / "qm"
     answers, _ = host_session(alias_host, tmp_path, {"TURBOSPARK_HOME": str(root)},
-                              ["plan qm", f"plan {missing}", "store"])
+                              ["plan qm", f"drafter {missing}", "store"])
     plan, absolute, listing = answers
     assert plan["modelDir"] == str(default)
     assert plan["drafter"]["installHasMtpHead"] is True

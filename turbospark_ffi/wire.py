@@ -279,8 +279,9 @@ def choices_json(request: Request) -> bytes:
 
 def install_info_json(request: Request) -> bytes:
     """What `tsffi_install_info_json` returns for `request`'s install."""
-    return request.snapshot.memo(("info-json",), lambda: _text(
-        install_info_to_dict(request.snapshot)))
+    # Not remembered on the snapshot: "openError" quotes the name as passed
+    # when it is no directory, and the same snapshot answers every spelling.
+    return _text(install_info_to_dict(request.snapshot, request.name))
 
 
 # The Python API's dict-returning calls: the same objects as the C ABI's.
@@ -301,10 +302,11 @@ def install_info(model_dir: str | bytes | os.PathLike) -> dict:
     """What the install's files say, as the `tsffi_install_info_json` object
     (`model_dir` resolved as in `speculation_plan`)."""
     from .plan import request
-    return install_info_to_dict(request(model_dir).snapshot)
+    req = request(model_dir)
+    return install_info_to_dict(req.snapshot, req.name)
 
 
-def install_info_to_dict(snap: InstallSnapshot) -> dict:
+def install_info_to_dict(snap: InstallSnapshot, name: str | None = None) -> dict:
     """The `tsffi_install_info_json` object of an install snapshot: what the
     index and the manifest's `arch` say, whether the open gets past them
     (`openError`: its message, or null), and each drafter's blocker as the
@@ -355,7 +357,13 @@ def install_info_to_dict(snap: InstallSnapshot) -> dict:
         "expertsPerLayer": layout.experts_per_layer if layout is not None else None,
         "numLayers": layout.num_layers if layout is not None else None,
         "error": None if snap.layout_error is None else str(snap.layout_error)}
-    refusal = snap.open_refusal()
+    # The open's first refusal, as a plan of this name would meet it.
+    from .plan import check_opens
+    try:
+        check_opens(snap, name)
+        refusal = None
+    except OpenRefused as exc:
+        refusal = exc
     info["openError"] = None if refusal is None else str(refusal)
     previews: dict = {}
     for key, drafter in (("mtp", SpeculativeDrafter.MTP), ("dflash", SpeculativeDrafter.DFLASH)):
