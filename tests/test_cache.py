@@ -1,5 +1,6 @@
-"""install.snapshot's cache must be invisible: any change to model_weights.bin
-or packed_experts/layout.json is seen on the next speculation_plan call.
+"""install.snapshot's cache must be invisible: any change to model_weights.bin,
+packed_experts/layout.json or manifest.json is seen on the next
+speculation_plan call.
 
 No sleeps and no timing assertions. Two tools make this deterministic:
 
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import turbospark_ffi.install as install
-from installs import shape_of, write_custom_install, write_weights
+from installs import mtp_specs, shape_of, write_custom_install, write_weights
 from turbospark_ffi.errors import TurbosparkError
 from turbospark_ffi.install import MAX_CACHED_INSTALLS, RACY_WINDOW_NS, snapshot
 from turbospark_ffi.install_writer import (TensorSpec, expert_layout_json, trunk_tensors,
@@ -38,8 +39,12 @@ SECOND = 1_000_000_000
 MTP_ON = {"block": 2, "drafter": "mtp", "reason": None}
 NOTE_OFF = {"block": None, "drafter": None, "reason": DFLASH_AUTO_NOTE}
 DFLASH_ON = {"block": 2, "drafter": "dflash", "reason": None}
-MTP_FC = TensorSpec("mtp.fc.weight", 4, 64, True)
-DFLASH_FC = TensorSpec("dflash.fc.weight", 4, 64, True)
+# The whole MTP head (the open builds it: its 15 names must be there), and a
+# same-size DFlash2-only side: the presence tensor, and the head's other 14
+# renamed out of the "mtp." namespace, so both indexes have the same length.
+MTP_HEAD = mtp_specs()
+DFLASH_SIDE = [TensorSpec("dflash.fc.weight", 4, 64, True)] + [
+    TensorSpec("xtp." + t.name[4:], t.dtype, t.size, t.quantized) for t in MTP_HEAD[1:]]
 
 
 def answer(d, options=""):
@@ -54,6 +59,10 @@ def layout(d):
     return Path(d) / "packed_experts" / "layout.json"
 
 
+def manifest(d):
+    return Path(d) / "manifest.json"
+
+
 def set_mtime(path, ns):
     os.utime(path, ns=(ns, ns))
     assert os.stat(path).st_mtime_ns == ns  # the filesystem kept the exact value
@@ -62,15 +71,15 @@ def set_mtime(path, ns):
 def same_size_indexes(tmp_path):
     """Two model_weights.bin contents of IDENTICAL length: one carries only an
     MTP head's presence tensor, the other only DFlash2's."""
-    a = write_weights(tmp_path / "a.bin", trunk_tensors() + [MTP_FC])
-    b = write_weights(tmp_path / "b.bin", trunk_tensors() + [DFLASH_FC])
+    a = write_weights(tmp_path / "a.bin", trunk_tensors() + MTP_HEAD)
+    b = write_weights(tmp_path / "b.bin", trunk_tensors() + DFLASH_SIDE)
     da, db = a.read_bytes(), b.read_bytes()
     assert len(da) == len(db) and da != db
     return da, db
 
 
 def mtp_install(tmp_path, name="inst"):
-    d = write_custom_install(tmp_path / name, trunk_tensors() + [MTP_FC])
+    d = write_custom_install(tmp_path / name, trunk_tensors() + MTP_HEAD)
     s = shape_of(d)
     assert s["has_mtp"] and not s["has_dflash"] and s["experts"] == 0
     return d
@@ -92,7 +101,7 @@ def aged(monkeypatch):
 
 
 def age(d, ns):
-    for p in (weights(d), layout(d)):
+    for p in (weights(d), layout(d), manifest(d)):
         if p.exists():
             set_mtime(p, ns)
 
@@ -114,7 +123,7 @@ def test_aged_snapshot_is_cached(tmp_path, aged):
     assert answer(d) == MTP_ON
 
 
-@pytest.mark.parametrize("which", ["weights", "layout"])
+@pytest.mark.parametrize("which", ["weights", "layout", "manifest"])
 @pytest.mark.parametrize("before_now, trusted", [
     (RACY_WINDOW_NS // 2, False),
     (RACY_WINDOW_NS, False),          # exactly the window: not yet trusted
@@ -125,7 +134,8 @@ def test_files_modified_within_the_window_are_never_trusted(tmp_path, aged, whic
                                                            before_now, trusted):
     d = mtp_install(tmp_path)
     age(d, aged - 10 * SECOND)
-    set_mtime(weights(d) if which == "weights" else layout(d), aged - before_now)
+    set_mtime({"weights": weights, "layout": layout, "manifest": manifest}[which](d),
+              aged - before_now)
     s = snapshot(str(d))
     assert s.trusted is trusted
     assert (snapshot(str(d)) is s) is trusted
@@ -162,17 +172,18 @@ def test_rewrite_immediately_same_size_in_place(tmp_path):
         assert answer(d) == expected
 
 
-def test_layout_rewrite_immediately_same_size(tmp_path):
+def test_manifest_rewrite_immediately_same_size(tmp_path):
+    """The manifest's routed experts decide the MoE arm: a same-size rewrite
+    of it, its mtime put back, is seen as the index's is."""
     d = mtp_install(tmp_path)
-    dense = b'{"expertStride": 0, "numLayers": 4, "expertsPerLayer": 0, "layers": []}'
-    moe = b'{"expertStride": 0, "numLayers": 4, "expertsPerLayer": 8, "layers": []}'
-    assert len(dense) == len(moe)
-    layout(d).write_bytes(dense)
-    mtime = os.stat(layout(d)).st_mtime_ns
+    dense = manifest(d).read_bytes()
+    moe = dense.replace(b'"numExperts": 0', b'"numExperts": 8')
+    assert len(dense) == len(moe) and dense != moe
+    mtime = os.stat(manifest(d)).st_mtime_ns
     for k in range(8):
-        with open(layout(d), "r+b") as f:
+        with open(manifest(d), "r+b") as f:
             f.write(moe if k % 2 == 0 else dense)
-        os.utime(layout(d), ns=(mtime, mtime))
+        os.utime(manifest(d), ns=(mtime, mtime))
         got = answer(d)
         if k % 2 == 0:
             assert got["block"] is None and "8 experts" in got["reason"]
@@ -203,7 +214,7 @@ def test_a_file_changed_while_it_was_read_is_not_remembered(tmp_path, aged, monk
     b.write_bytes(db)
     weights(d).unlink()
     weights(d).symlink_to(a)
-    for p in (a, b, layout(d)):
+    for p in (a, b, layout(d), manifest(d)):
         set_mtime(p, aged - 20 * SECOND)
 
     def point_at(target):
@@ -259,7 +270,7 @@ def test_symlink_retargeted(tmp_path, aged):
     b.write_bytes(db)
     weights(d).unlink()
     weights(d).symlink_to(a)
-    for p in (a, b, layout(d)):
+    for p in (a, b, layout(d), manifest(d)):
         set_mtime(p, aged - 20 * SECOND)
     assert_cached(d)
     assert answer(d) == MTP_ON
@@ -283,12 +294,18 @@ def test_rewritten_same_size_and_touched(tmp_path, aged):
     assert answer(d) == NOTE_OFF
 
 
+def refusal(d) -> str:
+    with pytest.raises(TurbosparkError) as info:
+        answer(d)
+    assert info.value.status == 2
+    return str(info.value)
+
+
 def test_truncated(tmp_path, aged):
     d = _baseline(tmp_path, aged)
     os.truncate(weights(d), 10)
     set_mtime(weights(d), aged - 20 * SECOND)
-    got = answer(d)
-    assert got["block"] is None and got["reason"].startswith("resident index is corrupt: ")
+    assert refusal(d).startswith("resident index is corrupt: ")
 
 
 def test_grown(tmp_path, aged):
@@ -318,31 +335,43 @@ def test_touched_only_is_reread(tmp_path, aged):
 def test_deleted_weights(tmp_path, aged):
     d = _baseline(tmp_path, aged)
     weights(d).unlink()
-    got = answer(d)
-    assert got["block"] is None and got["reason"].startswith("open failed: ")
-    assert plan_to_dict(speculation_plan(str(d)))["drafter"]["installHasMtpHead"] is None
+    assert refusal(d).startswith("open failed: ")
 
 
-def test_layout_replaced_with_moe(tmp_path, aged):
+def test_manifest_replaced_with_moe(tmp_path, aged):
     d = _baseline(tmp_path, aged)
-    new = tmp_path / "layout.json"
-    new.write_bytes(expert_layout_json(256, 2))
-    os.replace(new, layout(d))
+    new = tmp_path / "manifest.json"
+    new.write_bytes(manifest(d).read_bytes().replace(b'"numExperts": 0', b'"numExperts": 256'))
+    set_mtime(new, aged - 20 * SECOND)  # even the same mtime: a new inode
+    os.replace(new, manifest(d))
     got = answer(d)
     assert got["block"] is None and "256 experts" in got["reason"]
 
 
-def test_layout_removed_then_created(tmp_path, aged):
+def test_manifest_removed_then_created(tmp_path, aged):
     d = write_install(tmp_path / "moe", experts=256, mtp=True)
     age(d, aged - 20 * SECOND)
     assert_cached(d)
     assert "256 experts" in answer(d)["reason"]
-    layout(d).unlink()
-    assert answer(d) == MTP_ON
-    assert_cached(d)
-    layout(d).write_bytes(expert_layout_json(16, 1))
-    set_mtime(layout(d), aged - 20 * SECOND)
+    text = manifest(d).read_bytes()
+    manifest(d).unlink()
+    assert refusal(d).startswith("no manifest.json at ")
+    manifest(d).write_bytes(text.replace(b'"numExperts": 256', b'"numExperts": 16'))
+    set_mtime(manifest(d), aged - 20 * SECOND)
     assert "16 experts" in answer(d)["reason"]
+
+
+def test_the_layout_is_still_watched(tmp_path, aged):
+    """No decision reads the layout, but install info reports it: a change
+    to it is a new snapshot, as for the other two files."""
+    d = _baseline(tmp_path, aged)
+    before = snapshot(str(d))
+    new = tmp_path / "layout.json"
+    new.write_bytes(expert_layout_json(256, 2))
+    os.replace(new, layout(d))
+    after = snapshot(str(d))
+    assert after is not before and after.layout.experts_per_layer == 256
+    assert answer(d) == MTP_ON
 
 
 def test_options_change_on_a_cached_snapshot(tmp_path, aged):
@@ -351,7 +380,8 @@ def test_options_change_on_a_cached_snapshot(tmp_path, aged):
     assert_cached(d)
     assert answer(d) == MTP_ON
     assert answer(d, '{"speculativeDrafter": "dflash"}') == DFLASH_ON
-    assert answer(d, '{"speculativeDrafter": "dflash", "tsffi": {"temperature": 1}}')["block"] is None
+    # The turn's temperature never changes the session (ABI 4).
+    assert answer(d, '{"speculativeDrafter": "dflash", "tsffi": {"temperature": 1}}') == DFLASH_ON
     assert answer(d, '{"speculativeDrafter": "mtp", "tsffi": {"temperature": 1}}') == MTP_ON
     assert answer(d, '{"speculation": "off"}') == {"block": None, "drafter": None,
                                                   "reason": None}
@@ -364,7 +394,7 @@ def test_cache_is_bounded(tmp_path, aged):
     dirs = []
     for k in range(MAX_CACHED_INSTALLS + 8):
         d = write_install(tmp_path / f"i{k}", mtp=(k % 2 == 0), dflash=(k % 2 == 1),
-                          layers=1, full_attention_every=1, manifest=False)
+                          layers=1, full_attention_every=1)
         age(d, aged - 20 * SECOND)
         dirs.append(d)
     first = weakref.ref(snapshot(str(dirs[0])))
@@ -393,7 +423,7 @@ def test_python_key_is_the_librarys_key(tmp_path, loaded):
     assert native is not install.python_file_keys  # the library bound its own
     for d in cases:
         key = install.python_file_keys(str(d))
-        assert len(key) == 2 * 7 * 8
+        assert len(key) == 3 * 7 * 8  # three files, seven int64 fields each
         assert key == native(str(d)), d
     # The fixture discriminates: a file's change changes both keys alike.
     before = native(str(full))
@@ -420,10 +450,30 @@ def _refused_plan(tmp_path, aged):
     return lambda: speculation_plan(str(d), options)
 
 
+def _refused_open(tmp_path, aged):
+    # The open's refusal of the install, remembered on the snapshot
+    # (open_refusal) and raised anew by plan.check_opens.
+    d = mtp_install(tmp_path)
+    os.truncate(weights(d), 10)
+    age(d, aged - 20 * SECOND)
+    assert_cached(d)
+    return lambda: speculation_plan(str(d), "{}")
+
+
+def _refused_build(tmp_path, aged):
+    # A drafter build's failure, remembered on the snapshot (builds).
+    d = write_custom_install(tmp_path / "partial", trunk_tensors() + MTP_HEAD[:2])
+    age(d, aged - 20 * SECOND)
+    assert_cached(d)
+    return lambda: speculation_plan(str(d), "{}")
+
+
 # (where the refusal is remembered, the call that reaches it)
 REMEMBERED_REFUSALS = [
     ("options.parse_options", _refused_options),
     ("InstallSnapshot.memo", _refused_plan),
+    ("plan.check_opens", _refused_open),
+    ("InstallSnapshot.builds", _refused_build),
 ]
 
 
@@ -455,5 +505,6 @@ def test_every_remembered_refusal_is_in_the_table():
     anew: a new `.again()` without a row here fails."""
     package = Path(install.__file__).parent
     places = sorted(p.name for p in package.glob("*.py") if ".again()" in p.read_text())
-    assert places == ["install.py", "options.py"]
-    assert [r[0].split(".")[0] for r in REMEMBERED_REFUSALS] == ["options", "InstallSnapshot"]
+    assert places == ["install.py", "options.py", "plan.py"]
+    assert sorted({r[0].split(".")[0] for r in REMEMBERED_REFUSALS}) == \
+        ["InstallSnapshot", "options", "plan"]

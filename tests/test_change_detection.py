@@ -186,7 +186,7 @@ def test_the_fields_compared_are_the_documented_ones():
     assert [f.strip() for f in fields.split(",")] == [
         "ok", "dev", "ino", "size", "mtime_ns", "ctime_ns", "mode"]
     assert re.findall(r'tsffi_file_key_of\(model_dir, "([^"]+)"', embed) == [
-        "model_weights.bin", "packed_experts/layout.json"]
+        "model_weights.bin", "packed_experts/layout.json", "manifest.json"]
     header = (root / "include" / "tsffi.h").read_text()
     for function in ("tsffi_speculation_plan", "tsffi_speculation_choices"):
         comment = header[:header.index(f"TSFFI_API int32_t {function}(")]

@@ -171,8 +171,7 @@ def test_an_install_the_open_refuses_refuses_the_table(abi, installs, shape, opt
         assert abi.plan(installs[shape], with_pick(host, speculation, drafter)) == (2, None, err)
     where = str(installs[shape])
     assert err.decode() == {
-        "unreadable": f"no manifest.json at {where}/manifest.json: No such file or directory "
-                      "(os error 2)",
+        "unreadable": REASONS["UNREADABLE"],
         "missing": f"{where} is not a directory (and matched no installed alias)"}[shape]
 
 

@@ -1404,6 +1404,10 @@ def test_plan_and_inspect_resolve_an_alias(store, abi, env, name, reads, command
     status, text, _ = (abi.plan(expected_dir, "{}") if command == "plan"
                        else abi.info(expected_dir))
     assert status == 0
+    if not expected_dir.is_dir():
+        # Install info's "openError" quotes the name as given, as the open
+        # does: the only difference from the directory's own answer.
+        text = text.replace(f'"openError":"{expected_dir} is', f'"openError":"{name} is')
     assert r.stdout == text + "\n"
     assert json.loads(text)["modelDir"] == str(expected_dir)
     assert plain.returncode == 0

@@ -42,6 +42,11 @@ PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHas
             "draftPolicies": {"mtp": {"mode": "auto", "block": None},
                               "dflash": {"mode": "off", "block": None}},
             "speculation": {"block": 2, "drafter": "mtp", "reason": None},
+            "turn": {"temperature": 0.2, "speculates": False,
+                     "reason": "this session drafts, but a turn speculates only at temperature 0 "
+                               "and this turn's temperature is 0.2 (the engine binding's "
+                               "default): it decodes sequentially (send temperature 0 to "
+                               "speculate)"},
             "ignoredKeys": ["hostOnly"], "warnings": []}
 # A refusal with a known message: a named block under DFlash2 on a sampled run
 # (the seed's texts, from their one home).
@@ -211,7 +216,8 @@ def test_host_whose_working_directory_is_unreadable(drivers, installs, tmp_path)
     cwd = tmp_path / "locked"
     lines = ["cd\tchdir_unreadable\tx" + str(cwd).encode().hex() + "\t-\t-\n"]
     lines += common_lines(installs["mtp"], tmp_path)
-    lines.append(script_line("relative", "speculation_plan", (b"mtp", None), tmp_path))
+    lines.append(script_line("relative", "install_info", (b"mtp",), tmp_path))
+    lines.append(script_line("relative-plan", "speculation_plan", (b"mtp", None), tmp_path))
     cmd, how = run_as_unprivileged_reader([drivers.get("abi_host"),
                                            _script(tmp_path, lines)])
     try:
@@ -222,10 +228,13 @@ def test_host_whose_working_directory_is_unreadable(drivers, installs, tmp_path)
     assert run.extras["cd"] == "ok listable=0", f"the cwd was still readable ({how})"
     check_common(run)  # the first call started the runtime inside that directory
     rel = run.records["relative"].json()
-    assert rel["drafter"]["installHasMtpHead"] is None
-    # mtp/ beside the cwd (in tmp_path) would read: the engine's open failure
-    # shows the relative path was tried inside the locked directory.
-    assert rel["speculation"]["reason"] == io_failed("open", errno.EACCES)
+    assert rel["installHasMtpHead"] is None
+    # mtp/ beside the cwd (in tmp_path) would read: the reader's open failure
+    # shows the relative path was tried inside the locked directory, and the
+    # plan is the open's refusal of a name that is no directory there.
+    assert rel["indexError"] == io_failed("open", errno.EACCES)
+    assert (run.records["relative-plan"].status, run.records["relative-plan"].err) == (
+        CODES["TSFFI_ERR_REFUSED"], "mtp is not a directory (and matched no installed alias)")
     assert_signals_untouched(run)
 
 
@@ -233,14 +242,17 @@ def test_host_whose_working_directory_was_removed(drivers, installs, tmp_path):
     cwd = tmp_path / "doomed"
     lines = ["cd\tchdir_removed\tx" + str(cwd).encode().hex() + "\t-\t-\n"]
     lines += common_lines(installs["mtp"], tmp_path)
-    lines.append(script_line("relative", "speculation_plan", (b"mtp", None), tmp_path))
+    lines.append(script_line("relative", "install_info", (b"mtp",), tmp_path))
+    lines.append(script_line("relative-plan", "speculation_plan", (b"mtp", None), tmp_path))
     run = run_host([drivers.get("abi_host"), _script(tmp_path, lines)], cwd=tmp_path,
                    what="host in a removed cwd")
     assert run.extras["cd"] == "ok cwd_gone=1"
     check_common(run)
     rel = run.records["relative"].json()
-    assert rel["drafter"]["installHasMtpHead"] is None
-    assert rel["speculation"]["reason"] == io_failed("open", errno.ENOENT)
+    assert rel["installHasMtpHead"] is None
+    assert rel["indexError"] == io_failed("open", errno.ENOENT)
+    assert (run.records["relative-plan"].status, run.records["relative-plan"].err) == (
+        CODES["TSFFI_ERR_REFUSED"], "mtp is not a directory (and matched no installed alias)")
     assert_signals_untouched(run)
 
 
@@ -303,7 +315,7 @@ def _missing_lines(mtp: Path, spill: Path) -> list[str]:
 
 def check_package_missing(run, parent: Path) -> None:
     runtime, invalid = CODES["TSFFI_ERR_RUNTIME"], CODES["TSFFI_ERR_INVALID_ARGUMENT"]
-    assert run.tagged("ABI") == [["3"]]  # tsffi_abi_version never needs the runtime
+    assert run.tagged("ABI") == [["4"]]  # tsffi_abi_version never needs the runtime
     for rec in run.records.values():
         assert rec.status != CODES["TSFFI_OK"], f"{rec.id}: TSFFI_OK without its package: {rec.out!r}"
         if rec.id.endswith("-null-out"):

@@ -520,6 +520,16 @@ def _warnings(ignored: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(hints)
 
 
+def _context_warnings(context: object) -> tuple[str, ...]:
+    """A context window the host names: whether the machine's memory holds it
+    is the open's to say (its refusals depend on the machine), and the
+    preview, which cannot know, says so rather than guess."""
+    if type(context) is not int:  # absent, or "auto": the open fits the machine
+        return ()
+    return (f"maxContext {context}: whether this machine's memory holds that context window is "
+            "the open's to decide, and this preview cannot know; it takes the window to fit",)
+
+
 def _sidecar_warnings(sidecar: str | None) -> tuple[str, ...]:
     """What the preview cannot know of a vision sidecar, said rather than
     guessed silently: the open attaches it after reading the install."""
@@ -642,7 +652,8 @@ def _parse(raw: bytes | str, what: str) -> Options:
     temperature, engine_blocker, low_power_mode = read_tsffi(decoded.captured.get(TSFFI_KEY))
     ignored = tuple(map(replace_lone_surrogates, decoded.unknown_keys))
     return Options(speculation, drafter, temperature, engine_blocker, ignored,
-                   _warnings(ignored) + _sidecar_warnings(fields.get("visionSidecar")),
+                   _warnings(ignored) + _context_warnings(fields.get("maxContext"))
+                   + _sidecar_warnings(fields.get("visionSidecar")),
                    rate_capped="maxTokensPerSec" in fields,
                    power_profile=fields.get("powerProfile"), low_power_mode=low_power_mode,
                    vision_sidecar=fields.get("visionSidecar"))
