@@ -231,7 +231,11 @@ def run_swift_snippet(workdir, user_env, pip_installed, **_):
                      BY_NAME["swift-snippet"] + "\nshowPlan(modelDir: CommandLine.arguments[1])\n"
                      'print(try optionsAreValid("{}"), try optionsAreValid(#"{"speculation": 16}"#),\n'
                      '      try optionsAreValid("{nope"))\n')
-    assert out == NOTE + "\ntrue false false\n"
+    # The named context window gets the preview's warning: whether the
+    # machine's memory holds it is the open's to know.
+    assert out == NOTE + ("\nmaxContext 32768: whether this machine's memory holds that context "
+                          "window is the open's to decide, and this preview cannot know; it "
+                          "takes the window to fit\ntrue false false\n")
 
 
 def run_swift_readme(workdir, user_env, pip_installed, **_):

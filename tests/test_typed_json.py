@@ -2,11 +2,13 @@
 rust_text writes values as Rust does.
 
 Three tables hold it:
-- tests/data/typed_json_oracle.jsonl: 5,981 generated texts with the answers
-  of a serde oracle (tests/oracle/: the engine's option struct under serde
-  derive, built from Debian's serde sources patched to the engine's pins);
+- tests/data/typed_json_oracle.jsonl: 6,745 generated texts with the answers
+  of a serde oracle (tests/oracle/: the engine's option struct of revision
+  0a45c54 under serde derive, built from Debian's serde sources patched to
+  the engine's pins);
 - tests/data/engine_options_sample.jsonl (a copy of ../shared/reference's): the engine's own measured
-  answers; every status-4 line's message is "options: " + our text;
+  answers; every status-4 line's message is "options: " + our text (the lines
+  whose meaning changed at 0a45c54 read as test_engine_options.AT_0A45C54 says);
 - the written-out tables below, for the API's shapes and Rust's value texts.
 """
 
@@ -28,15 +30,17 @@ ROOT = Path(__file__).resolve().parent.parent
 ORACLE_TABLE = ROOT / "tests" / "data" / "typed_json_oracle.jsonl"
 ENGINE_SAMPLE = ROOT / "tests" / "data" / "engine_options_sample.jsonl"
 
-# TURBOSPARK_FACTS.md section 10, item 3: the open's 16 fields in declaration
-# (= positional) order; every one is optional (null = absent).
+# TURBOSPARK_FACTS.md section 10 ("What 0a45c54 changed"): the open's 18
+# fields in declaration (= positional) order, as tests/oracle/src/main.rs
+# declares them; every one is optional (null = absent). Written out here, not
+# taken from turbospark_ffi.options, so the table checks the library's struct.
 OPEN_OPTIONS = Struct("OpenOptions", tuple(Field(name, Option(tp)) for name, tp in [
-    ("maxContext", ANY), ("expertCacheSlots", ANY), ("powerProfile", STRING),
-    ("loadGuard", ANY), ("minAutoContext", U32), ("maxTokensPerSec", F64),
-    ("speculation", ANY), ("speculativeDrafter", STRING), ("steering", STRING),
-    ("steeringMode", STRING), ("steeringScale", F64), ("steeringLayers", STRING),
-    ("steeringTarget", F64), ("steeringGate", F64), ("visionSidecar", STRING),
-    ("kvBits", STRING)]))
+    ("maxContext", ANY), ("expertCacheSlots", ANY), ("expertResidency", STRING),
+    ("powerProfile", STRING), ("loadGuard", ANY), ("minAutoContext", U32),
+    ("maxTokensPerSec", F64), ("speculation", ANY), ("speculativeDrafter", STRING),
+    ("steering", STRING), ("steeringMode", STRING), ("steeringScale", F64),
+    ("steeringLayers", STRING), ("steeringTarget", F64), ("steeringGate", F64),
+    ("visionSidecar", STRING), ("kvBits", STRING), ("prefixReuse", BOOL)]))
 # The oracle's `Strict` (tests/oracle/src/main.rs): required fields, a Vec, an enum.
 STRICT = Struct("Strict", (
     Field("name", STRING, True), Field("count", U64, True), Field("flags", Seq(BOOL), True),
@@ -66,7 +70,14 @@ def test_the_oracle_table_records_its_serde_version():
     header, rows = oracle_rows()
     assert header["oracle"].startswith("serde_json 1.0.87 + serde_derive 1.0.152")
     assert "serde_json 1.0.151 / serde 1.0.229" in header["oracle"]
-    assert header["rows"] == len(rows) == 5981
+    assert header["rows"] == len(rows) == 6745
+
+
+def test_the_librarys_option_struct_is_the_oracles():
+    """The table is decoded against OPEN_OPTIONS; the open's preview decodes
+    against the struct options.OPTION_TABLE declares: they must be one."""
+    from turbospark_ffi import options
+    assert options._open_options() == OPEN_OPTIONS
 
 
 @pytest.mark.parametrize("decoder", [decode, decode_precise], ids=["decode", "precise"])
@@ -121,7 +132,15 @@ def test_rust_display_f64_is_what_debians_serde_printed_for_the_same_float():
 
 
 def engine_sample() -> list[dict]:
-    return [json.loads(line) for line in ENGINE_SAMPLE.read_text().splitlines()]
+    """The sample's lines with the status and message of 0a45c54's open: the
+    sample was measured before it (08aaf13, 16 fields), and the lines whose
+    meaning changed are answered by test_engine_options.AT_0A45C54, the one
+    place they are written out (the regenerated oracle gives the same texts)."""
+    from test_engine_options import AT_0A45C54
+    lines = [json.loads(line) for line in ENGINE_SAMPLE.read_text().splitlines()]
+    for number, (status, message) in AT_0A45C54.items():
+        lines[number] = {**lines[number], "status": status, "message": message}
+    return lines
 
 
 def sample_text(line: dict) -> str | None:
@@ -137,7 +156,8 @@ def sample_text(line: dict) -> str | None:
 
 def test_every_status_4_line_of_the_engine_sample_is_our_text():
     refused = [line for line in engine_sample() if line["status"] == 4]
-    assert len(refused) == 123
+    # 123 measured; 0a45c54 refuses 8 more (the two new keys typed, positions moved)
+    assert len(refused) == 131
     got = []
     for line in refused:
         with pytest.raises(TypedJsonError) as caught:
@@ -149,7 +169,7 @@ def test_every_status_4_line_of_the_engine_sample_is_our_text():
 def test_the_engine_sample_lines_the_decoder_passes_are_not_refused():
     passed = [line for line in engine_sample() if line["status"] in (0, 2)
               and sample_text(line)]
-    assert len(passed) == 273
+    assert len(passed) == 265  # 273 measured, less those 8
     for line in passed:
         decode(sample_text(line), OPEN_OPTIONS)
 
@@ -181,7 +201,8 @@ STRUCT_CASES = [
      (), {}),
     ('{"spec\\u0075lation":"2","steeringScale":3,"minAutoContext":4294967295}',
      {"speculation": "2", "steeringScale": 3.0, "minAutoContext": 4294967295}, (), {}),
-    ('[null,null,"balanced",null,7,2.5,3,"dflash"]',
+    # 0a45c54's positions: expertResidency is third, so powerProfile fourth
+    ('[null,null,null,"balanced",null,7,2.5,3,"dflash"]',
      {"powerProfile": "balanced", "minAutoContext": 7, "maxTokensPerSec": 2.5,
       "speculation": 3, "speculativeDrafter": "dflash"}, (), {}),
     ("[]", {}, (), {}),
@@ -259,7 +280,10 @@ ERROR_CASES = [
     ('{"kvBits":"\\ud800"}', "unexpected end of hex escape at line 1 column 18"),
     ('{"kvBits":"\\ud800\\u0041"}', "lone leading surrogate in hex escape at line 1 column 23"),
     ('{"speculation":2}[]', "trailing characters at line 1 column 18"),
-    ("[" + "null," * 16 + "1]", "trailing characters at line 1 column 82"),
+    # 18 fields since 0a45c54: the 18th element is prefixReuse, a 19th has no field
+    ("[" + "null," * 17 + "1]",
+     "invalid type: integer `1`, expected a boolean at line 1 column 87"),
+    ("[" + "null," * 18 + "1]", "trailing characters at line 1 column 92"),
     ("\ufeff{}", "expected value at line 1 column 1"),
     ('{"é":1,"kvBits":1}', "invalid type: integer `1`, expected a string at line 1 column 18"),
 ]

@@ -1,6 +1,12 @@
 """Writes tests/data/typed_json_oracle.jsonl: generated JSON texts with the
 serde oracle's answers (tests/oracle/build.sh builds the two oracles).
 
+The "open" root is the engine's open options struct as of revision 0a45c54:
+18 optional fields (TURBOSPARK_FACTS.md section 10, "What 0a45c54 changed"),
+declared in src/main.rs and listed in OPEN_FIELDS below in the same order,
+which is also the positional order of a top-level array. Both lists change
+together when the engine's struct does.
+
     python3 tests/oracle/generate.py /tmp/typed-json-oracle
 
 Each text is decoded by both oracles. The table's answer is the patched one
@@ -27,14 +33,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TABLE = HERE.parent / "data" / "typed_json_oracle.jsonl"
 
-OPEN_FIELDS = [("maxContext", "any"), ("expertCacheSlots", "any"), ("powerProfile", "str"),
-               ("loadGuard", "any"), ("minAutoContext", "u32"), ("maxTokensPerSec", "f64"),
-               ("speculation", "any"), ("speculativeDrafter", "str"), ("steering", "str"),
-               ("steeringMode", "str"), ("steeringScale", "f64"), ("steeringLayers", "str"),
-               ("steeringTarget", "f64"), ("steeringGate", "f64"), ("visionSidecar", "str"),
-               ("kvBits", "str")]
+# Revision 0a45c54's 18 fields in declaration (= positional) order, as
+# src/main.rs declares them: expertResidency (3rd) and prefixReuse (18th) are
+# that revision's, so arrays of 17 and 18 elements now fill fields and a
+# 19th element is the first one with no field.
+OPEN_FIELDS = [("maxContext", "any"), ("expertCacheSlots", "any"), ("expertResidency", "str"),
+               ("powerProfile", "str"), ("loadGuard", "any"), ("minAutoContext", "u32"),
+               ("maxTokensPerSec", "f64"), ("speculation", "any"),
+               ("speculativeDrafter", "str"), ("steering", "str"), ("steeringMode", "str"),
+               ("steeringScale", "f64"), ("steeringLayers", "str"), ("steeringTarget", "f64"),
+               ("steeringGate", "f64"), ("visionSidecar", "str"), ("kvBits", "str"),
+               ("prefixReuse", "bool")]
 KEYS = [k for k, _ in OPEN_FIELDS]
-UNKNOWN = ["x", "temperature", "engineBlocker", "tsffi", "Speculation", "", "é", "spec"]
+UNKNOWN = ["x", "temperature", "engineBlocker", "tsffi", "Speculation", "", "é", "spec",
+           "PrefixReuse", "prefix_reuse", "expert_residency"]
 
 NUMBERS = [
     "0", "-0", "1", "-1", "2", "15", "16", "007", "01", "-01", "1.", "1.5", "-1.5", "0.0",
@@ -73,6 +85,12 @@ LITERALS = ["null", "true", "false", "nul", "tru", "fals", "nulll", "nx", "tx", 
             ":", ",", "", " ", "\ufeff1", "\u00a01", "//1", "[1]]", "{}}"]
 
 
+# For prefixReuse, serde's only `bool`: the two literals, and what a host might
+# send instead (a number, a string, a near-literal), each a different refusal.
+BOOLS = ["true", "false", "null", "1", "0", '"true"', '"false"', "tru", "True", "truee",
+         "[]", "{}", "1.5", "-0"]
+
+
 def ws(rng: random.Random) -> str:
     return rng.choice(["", "", "", " ", "  ", "\n", "\t", "\r\n", " \n  "])
 
@@ -84,11 +102,14 @@ def obj(pairs: list[tuple[str, str]], rng: random.Random) -> str:
 
 
 def slot_texts(rng: random.Random) -> list[str]:
-    """Every literal in every kind of slot: each field type, an unknown key."""
+    """Every literal in every kind of slot: each field type, an unknown key.
+    (prefixReuse is the bool slot; expertResidency a string slot before
+    powerProfile, where an error's position in the struct differs from kvBits'.)"""
     out = []
     values = NUMBERS + STRINGS + LITERALS
     for value in values:
-        for key in ["speculation", "minAutoContext", "steeringScale", "kvBits", "x", "loadGuard"]:
+        for key in ["speculation", "minAutoContext", "steeringScale", "kvBits", "x", "loadGuard",
+                    "prefixReuse", "expertResidency"]:
             out.append(obj([(key, value)], rng) if value else "{\"" + key + "\":}")
         out.append(obj([("a", "1"), ("kvBits", value)], rng))
         out.append("[" + value + "]")
@@ -146,6 +167,8 @@ def typed_value(rng: random.Random, kind: str) -> str:
         return rng.choice(STRINGS[:20] + ["null"])
     if kind in ("u32", "f64"):
         return rng.choice(NUMBERS[:40] + ["null"])
+    if kind == "bool":
+        return rng.choice(BOOLS)
     return random_value(rng)
 
 
@@ -164,11 +187,43 @@ def random_objects(rng: random.Random, count: int) -> list[str]:
 
 
 def positional(rng: random.Random, count: int) -> list[str]:
-    out = ["[" + ",".join(["null"] * n) + "]" for n in (0, 1, 15, 16, 17, 20)]
+    # Around 18, the field count: 17 and 18 elements fill fields, 19 and 20 do not.
+    out = ["[" + ",".join(["null"] * n) + "]" for n in (0, 1, 2, 3, 15, 16, 17, 18, 19, 20)]
     for _ in range(count):
-        n = rng.randint(0, 18)
-        items = [typed_value(rng, OPEN_FIELDS[i][1] if i < 16 else "any") for i in range(n)]
+        n = rng.randint(0, 20)
+        items = [typed_value(rng, OPEN_FIELDS[i][1] if i < len(OPEN_FIELDS) else "any")
+                 for i in range(n)]
         out.append("[" + f",{ws(rng)}".join(items) + ws(rng) + "]")
+    return out
+
+
+def new_key_texts() -> list[str]:
+    """0a45c54's two keys, by name and by position: before that revision they
+    were unknown keys (anything went) and arrays stopped at 16 elements."""
+    nulls = ["null"] * 16
+    out = []
+    for value in BOOLS + ['"mapped"', "2", "true ", " false"]:
+        out.append('{"prefixReuse":%s}' % value)
+        out.append('{"speculation":2,"prefixReuse":%s,"kvBits":"4"}' % value)
+        out.append("[" + ",".join(nulls + ["null", value]) + "]")          # 18th: prefixReuse
+        out.append("[" + ",".join(nulls + ['"4"', value, "null"]) + "]")   # 19: one too many
+        out.append("[" + ",".join(nulls + [value]) + "]")                  # 17th: kvBits
+    for value in ['"auto"', '"streamed"', '"mapped"', '"Mapped"', '" mapped"', '"mapped "',
+                  '"resident"', '""', "1", "true", "null", "[]", "{}"]:
+        out.append('{"expertResidency":%s}' % value)
+        out.append('{"maxContext":"auto","expertResidency":%s,"powerProfile":1}' % value)
+        out.append("[null,null,%s]" % value)                                # 3rd: expertResidency
+        out.append('[null,null,%s,"balanced"]' % value)
+        out.append("[null,null,%s,1]" % value)                              # 4th: powerProfile
+    out += ['{"prefixReuse":true,"prefixReuse":false}', '{"prefixReuse":null,"prefixReuse":true}',
+            '{"expertResidency":"auto","expertResidency":"mapped"}',
+            '{"expertResidency":null,"expertResidency":1}',
+            '{"PrefixReuse":1,"prefix_reuse":"x","expert_residency":2}',
+            "[" + ",".join(nulls + ['"off"', "true"]) + ",]",
+            "[" + ",".join(nulls + ['"off"', "true"]) + "]]",
+            "[" + ",".join(nulls + ['"off"', "true"]) + " ",
+            "[" + ",".join(nulls + ['"off"', "false", "[1,2]"]) + "]",
+            "[" + ",".join(nulls + ['"off"', "false", "{}", "1"]) + "]"]
     return out
 
 
@@ -215,11 +270,17 @@ def texts() -> list[tuple[str, str]]:
     seeds = ['{"speculation":2,"speculativeDrafter":"mtp"}',
              '{\n  "maxContext": "auto",\n  "x": [1, {"y": "é"}],\n  "steeringScale": 1.5\n}',
              '{"kvBits":"3.5","minAutoContext":4096,"tsffi":{"temperature":0.7}}',
+             # a positional text written for the 16 fields before 0a45c54 (now
+             # "balanced" is expertResidency and 2.5 a u32's), and the same at 18
              '[null,null,"balanced",null,7,2.5,3,"dflash"]',
-             '{"é":"日本","speculation":"\\u0032","steering":"a\\nb"}']
+             '[null,null,null,"balanced",null,7,2.5,3,"dflash"]',
+             '{"é":"日本","speculation":"\\u0032","steering":"a\\nb"}',
+             '{"expertResidency":"streamed","prefixReuse":false,"kvBits":"4"}',
+             '[null,8,"mapped",null,null,null,null,2,null,null,null,null,null,null,null,null,'
+             '"3.5",true]']
     rows = [("open", t) for t in slot_texts(rng) + deep_texts() + truncations(seeds)]
     rows += [("open", t) for t in mutations(rng, seeds, 1500) + random_objects(rng, 1500)]
-    rows += [("open", t) for t in positional(rng, 300)]
+    rows += [("open", t) for t in positional(rng, 300) + new_key_texts()]
     rows += [("strict", t) for t in strict_texts(rng)]
     rows += [("value", t) for t in NUMBERS + STRINGS + LITERALS + [r for r in random_objects(rng, 200)]]
     rows += [("value", t) for t in ["[" * 127 + "]" * 127, "[" * 128 + "]" * 128, "[1,]", "{\"a\":1,}"]]

@@ -7,11 +7,14 @@ use serde_derive::Deserialize;
 use serde_json::{json, Map, Value};
 use std::io::{self, BufRead, Write};
 
+// The engine's open options at revision 0a45c54: 18 fields, declared in the
+// engine's order, which is also the positional order of a top-level array.
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct OpenOptions {
     max_context: Option<Value>,
     expert_cache_slots: Option<Value>,
+    expert_residency: Option<String>,
     power_profile: Option<String>,
     load_guard: Option<Value>,
     min_auto_context: Option<u32>,
@@ -26,6 +29,7 @@ struct OpenOptions {
     steering_gate: Option<f64>,
     vision_sidecar: Option<String>,
     kv_bits: Option<String>,
+    prefix_reuse: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -36,7 +40,8 @@ enum Mode {
     Off,
 }
 
-// Required fields, a Vec, an enum and a bool: the paths OpenOptions lacks.
+// Required fields, a Vec and an enum: the paths OpenOptions lacks. (Bools it
+// has since 0a45c54, prefixReuse, as an optional field; `flags` reads them in a Vec.)
 #[derive(Deserialize)]
 struct Strict {
     name: String,
@@ -56,6 +61,7 @@ fn open_fields(o: &OpenOptions) -> Map<String, Value> {
     let mut m = Map::new();
     put(&mut m, "maxContext", &o.max_context);
     put(&mut m, "expertCacheSlots", &o.expert_cache_slots);
+    put(&mut m, "expertResidency", &o.expert_residency);
     put(&mut m, "powerProfile", &o.power_profile);
     put(&mut m, "loadGuard", &o.load_guard);
     put(&mut m, "minAutoContext", &o.min_auto_context);
@@ -70,6 +76,7 @@ fn open_fields(o: &OpenOptions) -> Map<String, Value> {
     put(&mut m, "steeringGate", &o.steering_gate);
     put(&mut m, "visionSidecar", &o.vision_sidecar);
     put(&mut m, "kvBits", &o.kv_bits);
+    put(&mut m, "prefixReuse", &o.prefix_reuse);
     m
 }
 
