@@ -12,8 +12,10 @@ LIEF's writer does and macholib's (load commands only, within the header's
 padding) does not. LIEF handles universal files slice by slice and writes
 them back universal.
 
-Nothing here signs: a rewritten file is unsigned until the bundle's sign.sh
-(or Xcode's Embed & Sign) signs it, and Apple silicon loads no unsigned code.
+Nothing here signs: a rewritten file is unsigned until bundle/codesign.py
+signs it ad hoc (the bundle does, after the file's last edit), and Apple
+silicon loads no unsigned code. A file that needs no edit is not rewritten
+(`rewrite_needed`), so it keeps its vendor's signature.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from pathlib import Path
 
 from .common import BundleError
 
-__all__ = ["MachOSlice", "is_macho", "macho_slices", "relocate_macho", "exports_symbol",
-           "INSTALL_HINT"]
+__all__ = ["MachOSlice", "is_macho", "macho_slices", "relocate_macho", "rewrite_needed",
+           "exports_symbol", "INSTALL_HINT"]
 
 INSTALL_HINT = "pip install 'turbospark_ffi[bundle]'"
 
@@ -126,6 +128,26 @@ def _zero_header_padding(binary) -> None:
                 default=start)
     if first > start:
         binary.patch_address(text.virtual_address + start, [0] * (first - start))
+
+
+def rewrite_needed(path: str | os.PathLike, *, install_name: str | None,
+                   renames: dict[str, str], rpaths: list[str]) -> bool:
+    """Whether `relocate_macho` with these arguments would change the file:
+    an id, load command or rpath to rewrite, or a debug map to drop. A
+    signature alone is not a reason (it is kept when nothing else changes)."""
+    lief, fat = _parse(Path(path))
+    for binary in fat:
+        commands = [(cmd.command.name, cmd) for cmd in binary.commands]
+        ids = [cmd.name for kind, cmd in commands if kind == "ID_DYLIB"]
+        if install_name is not None and ids != [install_name]:
+            return True
+        if any(kind in _LOAD_KINDS and cmd.name in renames for kind, cmd in commands):
+            return True
+        if [cmd.path for kind, cmd in commands if kind == "RPATH"] != list(rpaths):
+            return True
+        if any(s.raw_type & _N_STAB for s in binary.symbols):
+            return True
+    return False
 
 
 def relocate_macho(path: str | os.PathLike, *, install_name: str | None,
