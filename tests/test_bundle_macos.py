@@ -422,7 +422,7 @@ def test_the_info_plists_read_back(built):
     info = plistlib.loads((out / "Tsffi.xcframework" / SLICE / VA / "Resources" /
                            "Info.plist").read_bytes())
     assert info == {"CFBundleDevelopmentRegion": "en", "CFBundleExecutable": "Tsffi",
-                    "CFBundleIdentifier": "tsffi.Tsffi", "CFBundleInfoDictionaryVersion": "6.0",
+                    "CFBundleIdentifier": "org.tsffi.Tsffi", "CFBundleInfoDictionaryVersion": "6.0",
                     "CFBundleName": "Tsffi", "CFBundlePackageType": "FMWK",
                     "CFBundleShortVersionString": __version__,
                     "CFBundleSupportedPlatforms": ["MacOSX"], "CFBundleVersion": __version__}
@@ -564,6 +564,42 @@ def _nested(app: Path) -> list[str]:
                   for p in (fw / "Versions" / "A" / "Frameworks").iterdir())
 
 
+SHA1 = "0123456789ABCDEF0123456789ABCDEF01234567"
+# As Xcode runs the phase: `sign.sh FRAMEWORK`, the identity the SHA-1 and
+# the mode from its readable name. (environment, the flags every call must carry)
+XCODE_MODES = [
+    ({"EXPANDED_CODE_SIGN_IDENTITY": SHA1, "EXPANDED_CODE_SIGN_IDENTITY_NAME": DEV_ID},
+     ["--force", "--options", "runtime", "--timestamp", "--sign", SHA1]),
+    ({"EXPANDED_CODE_SIGN_IDENTITY": SHA1,
+      "EXPANDED_CODE_SIGN_IDENTITY_NAME": "Apple Distribution: Tool Demo (ABCDE12345)"},
+     ["--force", "--options", "runtime", "--timestamp", "--sign", SHA1]),
+    ({"EXPANDED_CODE_SIGN_IDENTITY": SHA1,
+      "EXPANDED_CODE_SIGN_IDENTITY_NAME": "Apple Development: Ann Dev (XYZ9876543)"},
+     ["--force", "--timestamp=none", "--sign", SHA1]),
+    ({"EXPANDED_CODE_SIGN_IDENTITY": "-", "EXPANDED_CODE_SIGN_IDENTITY_NAME": "-"},
+     ["--force", "--timestamp=none", "--sign", "-"]),
+]
+
+
+@pytest.mark.parametrize("env,flags", XCODE_MODES,
+                         ids=["developer-id", "apple-distribution", "development", "ad-hoc"])
+def test_sign_script_in_xcode_signs_with_the_sha1_in_the_name_s_mode(built, tmp_path, env,
+                                                                    flags):
+    """The identity Xcode gives codesign is the certificate's SHA-1; only
+    EXPANDED_CODE_SIGN_IDENTITY_NAME says it is a distribution one. Then the
+    stamp, the phase's one declared output, is written."""
+    app, _, _, out = built
+    fw = app / "Contents" / "Frameworks" / FW
+    derived = tmp_path / "DerivedSources"
+    proc, calls = _sign(app, tmp_path, [str(fw)], {**env, "DERIVED_FILE_DIR": str(derived)},
+                        out / "sign.sh")
+    assert proc.returncode == 0 and proc.stdout == proc.stderr == "", proc
+    assert calls == [flags + [f"{fw}/{rel}"] for rel in _nested(app)] + \
+        [flags + [f"{fw}/Versions/A"]]
+    assert [p.name for p in derived.iterdir()] == ["Tsffi-sign.stamp"]
+
+
+# Outside Xcode: `sign.sh IDENTITY FRAMEWORK`, the mode from the identity.
 # (identity, extra environment, the flags every call must carry)
 SIGN_MODES = [
     (DEV_ID, {}, ["--force", "--options", "runtime", "--timestamp", "--sign", DEV_ID]),
@@ -599,21 +635,31 @@ def test_sign_script_signs_inside_out_with_the_mode_s_flags(built, tmp_path, ide
     assert len(calls) == 11
 
 
-@pytest.mark.parametrize("args,env", [([""], {}), (["", "x"], {}),
-                                      ([DEV_ID, "somewhere"], {"CODE_SIGNING_ALLOWED": "NO"})],
-                         ids=["empty-identity", "empty-identity-and-path", "signing-not-allowed"])
+@pytest.mark.parametrize("args,env", [(["somewhere"], {}), (["", "x"], {}),
+                                      (["somewhere"], {"EXPANDED_CODE_SIGN_IDENTITY": ""}),
+                                      ([DEV_ID, "somewhere"], {"CODE_SIGNING_ALLOWED": "NO"}),
+                                      (["somewhere"], {"CODE_SIGNING_ALLOWED": "NO",
+                                                       "EXPANDED_CODE_SIGN_IDENTITY": SHA1})],
+                         ids=["xcode-no-identity", "empty-identity", "xcode-empty-identity",
+                              "signing-not-allowed", "xcode-signing-not-allowed"])
 def test_sign_script_does_nothing_when_signing_is_off(built, tmp_path, args, env):
     _, _, _, out = built
     proc, calls = _sign(built[0], tmp_path, args, env, out / "sign.sh")
     assert (proc.returncode, proc.stdout, proc.stderr, calls) == (
         0, "sign.sh: code signing is off (no identity, or CODE_SIGNING_ALLOWED=NO): "
-           "Tsffi.framework left unsigned\n", "", [])
+           "Tsffi.framework keeps the bundle's ad hoc signatures\n", "", [])
 
 
-def test_sign_script_usage_errors(built, tmp_path):
+@pytest.mark.parametrize("args", [[], [DEV_ID, "a", "b"]], ids=["none", "three"])
+def test_sign_script_usage_errors(built, tmp_path, args):
     app, _, _, out = built
-    proc, calls = _sign(app, tmp_path, [DEV_ID], None, out / "sign.sh")
-    assert (proc.returncode, proc.stderr, calls) == (2, "usage: sign.sh IDENTITY FRAMEWORK\n", [])
+    proc, calls = _sign(app, tmp_path, args, None, out / "sign.sh")
+    assert (proc.returncode, proc.stderr, calls) == (
+        2, "usage: sign.sh FRAMEWORK (in Xcode) | sign.sh IDENTITY FRAMEWORK\n", [])
+
+
+def test_sign_script_names_a_folder_that_is_not_the_framework(built, tmp_path):
+    app, _, _, out = built
     proc, calls = _sign(app, tmp_path, [DEV_ID, str(tmp_path)], None, out / "sign.sh")
     assert proc.returncode == 2 and calls == []
     assert proc.stderr == (f"sign.sh: {tmp_path}/Versions/A/Tsffi is not a file (FRAMEWORK is "
@@ -621,14 +667,24 @@ def test_sign_script_usage_errors(built, tmp_path):
 
 
 def test_sign_file_lists_declare_what_the_script_touches(built):
-    """The Run Script phase's input and output file lists (Xcode's
-    user-script sandbox): every file signed, in the embedded framework."""
+    """The Run Script phase's file lists (Xcode's user-script sandbox): as
+    inputs every file of the embedded framework codesign reads -- the code it
+    signs and the resources its seal hashes --; as output only a stamp
+    outside the framework, so no path is also an output of Xcode's embed
+    step (whose copy of the framework produces every file in it)."""
     app, _, _, out = built
     base = "$(TARGET_BUILD_DIR)/$(FRAMEWORKS_FOLDER_PATH)/Tsffi.framework"
-    inputs = [f"{base}/{rel}" for rel in _nested(app)] + [f"{base}/Versions/A/Tsffi"]
-    assert (out / "sign-inputs.xcfilelist").read_text().splitlines() == inputs
-    assert (out / "sign-outputs.xcfilelist").read_text().splitlines() == \
-        inputs + [f"{base}/Versions/A/_CodeSignature/CodeResources"]
+    fw = app / "Contents" / "Frameworks" / FW
+    every_file = sorted(p.relative_to(fw).as_posix() for p in fw.rglob("*")
+                        if p.is_file() and not p.is_symlink())
+    inputs = (out / "sign-inputs.xcfilelist").read_text().splitlines()
+    assert inputs == [f"{base}/{rel}" for rel in every_file]
+    assert f"{base}/Versions/A/Resources/Info.plist" in inputs
+    assert f"{base}/Versions/A/Resources/tsffi-python/python{PYNODOT}.zip" in inputs
+    assert [f"{base}/{rel}" for rel in _nested(app)] + [f"{base}/Versions/A/Tsffi"] == \
+        [i for i in inputs if "/Frameworks/" in i.removeprefix(base) or i.endswith("/A/Tsffi")]
+    assert (out / "sign-outputs.xcfilelist").read_text() == \
+        "$(DERIVED_FILE_DIR)/Tsffi-sign.stamp\n"
     assert stat.S_IMODE((out / "sign.sh").stat().st_mode) == 0o755
 
 
@@ -636,9 +692,12 @@ def test_the_command_reports_what_it_did_not_run(built):
     _, stdout, written, _ = built
     lines = stdout.splitlines()
     assert lines[0].startswith(f"wrote {written}: ") and lines[0].endswith(" on disk")
-    assert lines[-2] == ("  Mach-O files (11) rewritten to load from the framework and "
-                         "unsigned: the app's Run Script phase runs sign.sh after Embed "
-                         "Frameworks (docs/shipping.md)")
+    # Every file is rewritten (cffi's backend too: its debug map's 1200
+    # STABS entries go), so none keeps a vendor's signature.
+    assert lines[-2] == ("  Mach-O files (11): each loads from the framework and is signed "
+                         "ad hoc after its last edit; the app's Run Script phase re-signs them "
+                         "with its identity: sign.sh after Xcode embeds the framework "
+                         "(docs/shipping.md)")
     assert lines[-1] == ("  load check: NOT RUN: the library is Mach-O (macOS); this command "
                          "loads only a Linux bundle to compare its answers; a macOS bundle is "
                          "first loaded by the signed app")

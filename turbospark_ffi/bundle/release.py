@@ -99,10 +99,10 @@ def _wheel_backend(wheel: Path, name: str, tag: str) -> bytes:
         with zipfile.ZipFile(wheel) as zf:
             names = zf.namelist()
             if name not in names:
-                found = [n for n in names if n.startswith("_cffi_backend")]
-                raise BundleError(f"--cffi-wheel {wheel.name} holds {', '.join(found) or 'no '
-                                  '_cffi_backend'}; the bundled Python needs {name} (a cffi "
-                                  f"wheel for {tag}, macOS)")
+                found = ", ".join(n for n in names if n.startswith("_cffi_backend"))
+                raise BundleError(f"--cffi-wheel {wheel.name} holds {found or 'no backend'}; "
+                                  f"the bundled Python needs {name} (a cffi wheel for {tag}, "
+                                  "macOS)")
             return zf.read(name)
     except zipfile.BadZipFile:
         raise BundleError(f"--cffi-wheel {wheel} is not a wheel (not a zip file); accepts a "
