@@ -25,6 +25,7 @@ exercised (README, "Shipping in a Mac app").
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -44,7 +45,7 @@ from macos_standins import (FRAMEWORK_ID, PY, TAG, build_python_framework, cffi_
 
 from turbospark_ffi import bundle as bundle_mod
 from turbospark_ffi import native
-from turbospark_ffi.bundle import macos
+from turbospark_ffi.bundle import codesign, macos
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE
 
 WHEEL_CACHE = ROOT / "build" / "test-cache" / "wheels"
@@ -370,6 +371,122 @@ def test_ids_rpaths_and_slices(built):
     assert got[f"{VA}/Tsffi"] and \
         next(i for i in read_images(app) if i.rel.endswith("/Tsffi")).install_name == \
         "@rpath/Tsffi.framework/Versions/A/Tsffi"
+
+
+def test_every_mach_o_file_carries_a_valid_signature(built, tmp_path):
+    """Embedded as Xcode embeds it, every Mach-O file of the framework is
+    signed ad hoc in every slice: its CodeDirectory's page hashes match its
+    pages (bundle/codesign.py's verifier; tests/test_codesign.py holds it to
+    zig's and Apple's linkers). The framework's binary is named by the
+    bundle identifier, every other file by its name. One flipped byte in an
+    embedded copy is caught."""
+    app = built[0]
+    fw = app / "Contents" / "Frameworks" / FW
+    files = sorted(p for p in fw.rglob("*") if p.is_file() and not p.is_symlink()
+                   and is_macho_file(p))
+    assert len(files) == 11
+    assert {p.relative_to(fw).as_posix(): codesign.verify(p) for p in files} == \
+        {p.relative_to(fw).as_posix(): [] for p in files}
+    names = {p.name: sorted((i.arch, i.identifier, i.flags, i.hash_types)
+                            for i in codesign.signature_info(p)) for p in files}
+    assert names["Tsffi"] == [("arm64", "org.tsffi.Tsffi", 2, (2,)),
+                              ("x86_64", "org.tsffi.Tsffi", 2, (2,))]
+    for p in files:
+        if p.name != "Tsffi":
+            assert names[p.name] == [("arm64", p.name, 2, (2,)), ("x86_64", p.name, 2, (2,))]
+    copy = _copy_app(app, tmp_path / APP)
+    python = copy / CODE / f"libpython{PY}.dylib"
+    data = bytearray(python.read_bytes())
+    (x86,) = [e for e in codesign.thin_slices(bytes(data)) if e[0] == 0x01000007]
+    _, _, offset, size, _ = x86
+    data[offset + size // 3] ^= 0x40
+    python.write_bytes(data)
+    problems = codesign.verify(python)
+    assert len(problems) == 1 and problems[0].startswith(
+        f"libpython{PY}.dylib (x86_64): 1 of ") and "page hashes (sha256) differ" in problems[0]
+
+
+def test_the_backend_binds_python_flat_and_the_framework_two_level(built):
+    """What docs/shipping.md says of two Pythons in one process, read from
+    the bind opcodes (LIEF): the framework's binary binds every Python
+    symbol to the bundled libpython (two-level: its ordinal names that
+    LC_LOAD_DYLIB); cffi's backend, linked by its wheel with -undefined
+    dynamic_lookup, binds its Python symbols by flat lookup (ordinal -2), so
+    they resolve to the first loaded image that exports them."""
+    lief = mc.lief_module()
+    app = built[0]
+    fw = app / "Contents" / "Frameworks" / FW / "Versions" / "A"
+    python = f"@rpath/{VA}/Frameworks/libpython{PY}.dylib"
+    # Each parsed file held while its symbols are read: LIEF (nanobind) reads
+    # freed memory when the file object goes first (seen: a crash).
+    framework = lief.MachO.parse(str(fw / "Tsffi"))
+    for i in range(framework.size):
+        binary = framework.at(i)
+        names = {s.binding_info.library.name for s in binary.imported_symbols
+                 if mc.is_python_symbol(s.name)}
+        assert names == {python}
+    backend = lief.MachO.parse(str(fw / "Frameworks" / f"_cffi_backend.{TAG}.so"))
+    for i in range(backend.size):
+        binary = backend.at(i)
+        python_names = {s.name for s in binary.imported_symbols if mc.is_python_symbol(s.name)}
+        flat = {s.name for s in binary.imported_symbols
+                if s.binding_info.library_ordinal == -2 and not s.binding_info.has_library}
+        # cffi 2.1.1's: 170 names in each slice, every one flat.
+        assert python_names and flat == python_names
+
+
+def test_the_release_zip_keeps_the_links(built, tmp_path):
+    """The XCFramework zipped as `zip -ry` / `ditto -c -k --keepParent`
+    zip it: six links stored as links (Info-ZIP's S_IFLNK mode, the target
+    as data), which Info-ZIP's unzip restores as links; the same folder
+    gives the same bytes. A zip that follows the links (`zip -r`) holds no
+    link and every file under Versions/A twice."""
+    import stat as st
+    from turbospark_ffi.bundle import release
+    xc = built[3] / "Tsffi.xcframework"
+    archive = tmp_path / "Tsffi.xcframework.zip"
+    digest = release.write_release_zip(xc, archive)
+    assert digest == hashlib.sha256(archive.read_bytes()).hexdigest()
+    with zipfile.ZipFile(archive) as zf:
+        links = {i.filename: zf.read(i).decode() for i in zf.infolist()
+                 if st.S_ISLNK(i.external_attr >> 16)}
+    top = f"Tsffi.xcframework/{SLICE}/{FW}"
+    assert links == {f"{top}/Versions/Current": "A",
+                     **{f"{top}/{n}": f"Versions/Current/{n}"
+                        for n in ("Tsffi", "Headers", "Modules", "Resources", "Frameworks")}}
+    again = tmp_path / "again.zip"
+    assert release.write_release_zip(xc, again) == digest
+    unpacked = tmp_path / "unpacked"
+    subprocess.run(["unzip", "-q", str(archive), "-d", str(unpacked)], check=True)
+    assert _tree(unpacked / "Tsffi.xcframework") == _tree(xc)
+    assert os.readlink(unpacked / top / "Versions" / "Current") == "A"
+    followed = tmp_path / "followed.zip"
+    with zipfile.ZipFile(followed, "w") as zf:
+        for folder, _, names in os.walk(xc, followlinks=True):
+            for name in names:
+                path = Path(folder) / name
+                zf.write(path, path.relative_to(xc.parent).as_posix())
+    with zipfile.ZipFile(followed) as zf:
+        names = zf.namelist()
+        assert not any(st.S_ISLNK(i.external_attr >> 16) for i in zf.infolist())
+    real = [n for n in names if f"{FW}/Versions/A/" in n]
+    # Each file of Versions/A again under Versions/Current/ and under the
+    # top-level link that leads to it; the XCFramework's Info.plist once.
+    assert len(names) == 3 * len(real) + 1
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every entry under root: a link's target, a file's SHA-256, or "dir"."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            out[rel] = "-> " + os.readlink(path)
+        elif path.is_dir():
+            out[rel] = "dir"
+        else:
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
 
 
 def _entries(path: Path) -> list[tuple[str, str]]:
@@ -981,8 +1098,91 @@ def test_architectures_must_cover_the_library(inputs, tmp_path, capsys):
         zf.extract(f"_cffi_backend.{TAG}.so", site)
     err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library),
                           "--python-home", str(copy)])
-    assert f"_cffi_backend.{TAG}.so has arm64 but the library is built for arm64, x86_64" in err
-    assert "it lacks x86_64" in err
+    import cffi
+    v, cp = cffi.__version__, f"cp{PYNODOT}"
+    assert err == (
+        f"turbospark-ffi bundle: cffi's backend {site}/_cffi_backend.{TAG}.so has arm64 but the "
+        "library is built for arm64, x86_64: it lacks x86_64 (cffi's macOS wheels carry one "
+        "architecture each). Fetch the missing one (pip download --no-deps --only-binary=:all: "
+        f"--platform macosx_10_15_x86_64 --python-version {PY} --implementation cp cffi=={v}) "
+        f"and run the command again with --cffi-wheel cffi-{v}-{cp}-{cp}-macosx_10_15_x86_64.whl: "
+        "it joins the slices into one universal backend\n")
+
+
+def test_the_command_joins_the_wheels_names_the_bundle_and_zips_it(inputs, tmp_path, capsys):
+    """What the refusal above says to do, done: the arm64-only backend
+    joined with the x86_64 wheel's, the bundle identifier given, the
+    release zip written with its checksum."""
+    import hashlib
+    import plistlib
+    home, library, _ = inputs
+    copy = tmp_path / "fw" / PY
+    shutil.copytree(home, copy, symlinks=True)
+    site = copy / "lib" / f"python{PY}" / "site-packages"
+    with zipfile.ZipFile(cffi_macos_wheel(WHEEL_CACHE)) as zf:
+        zf.extract(f"_cffi_backend.{TAG}.so", site)
+    out = tmp_path / "out"
+    assert _bundle_cli([str(out), "--library", str(library), "--python-home", str(copy),
+                        "--cffi-wheel", str(cffi_macos_wheel(WHEEL_CACHE, "x86_64")),
+                        "--bundle-id", "com.example.tool-demo.Tsffi", "--release-zip"]) == 0
+    stdout = capsys.readouterr().out
+    slice_dir = out / "Tsffi.xcframework" / SLICE
+    backend = slice_dir / VA / "Frameworks" / f"_cffi_backend.{TAG}.so"
+    assert mc.lipo_archs(backend) == ARCHS
+    assert codesign.verify(backend) == []
+    info = plistlib.loads((slice_dir / VA / "Resources" / "Info.plist").read_bytes())
+    assert info["CFBundleIdentifier"] == "com.example.tool-demo.Tsffi"
+    assert [i.identifier for i in codesign.signature_info(slice_dir / VA / "Tsffi")] == \
+        ["com.example.tool-demo.Tsffi"] * 2
+    archive = out / "Tsffi.xcframework.zip"
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    assert (out / "Tsffi.xcframework.zip.sha256").read_text() == \
+        f"{digest}  Tsffi.xcframework.zip\n"
+    assert f"links kept); checksum: {digest}" in stdout.splitlines()[-1]
+
+
+# (--bundle-id, why it is refused)
+BAD_BUNDLE_IDS = [
+    ("Tsffi", "one label"),
+    ("com.example.", "an empty label"),
+    ("com.example.tool demo", "a space"),
+    ("com.example.Tsffi_1", "an underscore"),
+]
+
+
+@pytest.mark.parametrize("bundle_id,why", BAD_BUNDLE_IDS)
+def test_error_a_bundle_id_that_is_not_reverse_dns(inputs, tmp_path, capsys, bundle_id, why):
+    home, library, _ = inputs
+    err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library), "--python-home",
+                          str(home), "--bundle-id", bundle_id])
+    assert err == (f"turbospark-ffi bundle: --bundle-id {bundle_id!r} is not a reverse-DNS "
+                   "bundle identifier; accepts two or more labels of letters, digits and "
+                   "hyphens joined by periods (default org.tsffi.Tsffi)\n")
+
+
+@pytest.mark.parametrize("flag", [["--bundle-id", "com.example.X"], ["--release-zip"],
+                                  ["--cffi-wheel", "x.whl"]])
+def test_error_the_macos_options_with_a_linux_library(tmp_path, capsys, flag):
+    err = _fails(capsys, [str(tmp_path / "out"), *flag])
+    assert err == (f"turbospark-ffi bundle: {flag[0]} is for a Mach-O (macOS) library's "
+                   f"XCFramework; {LIBRARY.name} is ELF (Linux)\n")
+
+
+def test_error_a_cffi_wheel_that_is_not_one(inputs, tmp_path, capsys):
+    home, library, _ = inputs
+    fake = tmp_path / "cffi.whl"
+    fake.write_text("not a zip\n")
+    err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library), "--python-home",
+                          str(home), "--cffi-wheel", str(fake)])
+    assert err == (f"turbospark-ffi bundle: --cffi-wheel {fake} is not a wheel (not a zip "
+                   "file); accepts a cffi macOS wheel from PyPI\n")
+    with zipfile.ZipFile(fake, "w") as zf:
+        zf.writestr("cffi/__init__.py", "")
+    err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library), "--python-home",
+                          str(home), "--cffi-wheel", str(fake)])
+    assert err == (f"turbospark-ffi bundle: --cffi-wheel cffi.whl holds no backend; the "
+                   f"bundled Python needs _cffi_backend.{TAG}.so (a cffi wheel for {TAG}, "
+                   "macOS)\n")
 
 
 def test_a_library_linking_another_python_is_refused(inputs, tmp_path, capsys):
