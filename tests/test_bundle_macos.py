@@ -1109,21 +1109,30 @@ def test_architectures_must_cover_the_library(inputs, tmp_path, capsys):
         "it joins the slices into one universal backend\n")
 
 
-def test_the_command_joins_the_wheels_names_the_bundle_and_zips_it(inputs, tmp_path, capsys):
-    """What the refusal above says to do, done: the arm64-only backend
-    joined with the x86_64 wheel's, the bundle identifier given, the
-    release zip written with its checksum."""
-    import hashlib
+# (the backend the Python has, the wheels given)
+JOINED = [("arm64", ["x86_64"]), (None, ["arm64", "x86_64"])]
+
+
+@pytest.mark.parametrize("own,wheels", JOINED, ids=["arm64-python-x86_64-wheel",
+                                                    "no-cffi-both-wheels"])
+def test_the_command_joins_the_wheels_names_the_bundle_and_zips_it(inputs, tmp_path, capsys,
+                                                                   own, wheels):
+    """What the refusal above says to do, done: the Python's backend (or
+    none: cffi not installed in it) joined with the wheels', the bundle
+    identifier given, the release zip written with its checksum."""
     import plistlib
     home, library, _ = inputs
     copy = tmp_path / "fw" / PY
     shutil.copytree(home, copy, symlinks=True)
     site = copy / "lib" / f"python{PY}" / "site-packages"
-    with zipfile.ZipFile(cffi_macos_wheel(WHEEL_CACHE)) as zf:
-        zf.extract(f"_cffi_backend.{TAG}.so", site)
+    (site / f"_cffi_backend.{TAG}.so").unlink()
+    if own:
+        with zipfile.ZipFile(cffi_macos_wheel(WHEEL_CACHE, own)) as zf:
+            zf.extract(f"_cffi_backend.{TAG}.so", site)
+    given = [w for arch in wheels for w in ("--cffi-wheel",
+                                            str(cffi_macos_wheel(WHEEL_CACHE, arch)))]
     out = tmp_path / "out"
-    assert _bundle_cli([str(out), "--library", str(library), "--python-home", str(copy),
-                        "--cffi-wheel", str(cffi_macos_wheel(WHEEL_CACHE, "x86_64")),
+    assert _bundle_cli([str(out), "--library", str(library), "--python-home", str(copy), *given,
                         "--bundle-id", "com.example.tool-demo.Tsffi", "--release-zip"]) == 0
     stdout = capsys.readouterr().out
     slice_dir = out / "Tsffi.xcframework" / SLICE

@@ -155,10 +155,12 @@ class MacPython:
     install_names: tuple[str, ...]  # the library's LC_ID_DYLIB, per slice
 
 
-def find_python(home: str | os.PathLike) -> MacPython:
+def find_python(home: str | os.PathLike, *, backend_from_wheels: bool = False) -> MacPython:
     """The Python at `home`: a framework's `Versions/X.Y` directory (the
     framework itself means its `Versions/Current`), or a prefix holding
-    `lib/libpythonX.Y.dylib` (uv, pyenv with --enable-shared)."""
+    `lib/libpythonX.Y.dylib` (uv, pyenv with --enable-shared). Without cffi
+    installed there it is refused, unless `backend_from_wheels` (cffi's
+    wheels given): then `cffi_backend` names the file it would have."""
     given = Path(home).absolute()
     if not given.is_dir():
         raise BundleError(f"--python-home {given} is not a directory")
@@ -201,10 +203,13 @@ def find_python(home: str | os.PathLike) -> MacPython:
     site = stdlib / "site-packages"
     tag = f"cpython-{version.replace('.', '')}-darwin"
     backends = sorted(site.glob(f"_cffi_backend.{tag}.so")) or sorted(site.glob("_cffi_backend*.so"))
+    if not backends and backend_from_wheels:
+        backends = [site / f"_cffi_backend.{tag}.so"]
     if not backends:
         raise BundleError(f"cffi is not installed in the Python at {given} (no "
                           f"_cffi_backend.{tag}.so in {site}); install it there: "
-                          f"{root}/bin/python{version} -m pip install cffi")
+                          f"{root}/bin/python{version} -m pip install cffi (or give its "
+                          "macOS wheels with --cffi-wheel)")
     names = tuple(s.install_name or "" for s in macho_slices(library))
     return MacPython(home=given, version=version, library=library, stdlib=stdlib,
                      dynload=dynload, cffi_backend=backends[0], install_names=names)

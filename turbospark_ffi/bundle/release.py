@@ -76,12 +76,13 @@ def join_backend(backend: Path, wheels: list[Path], tag: str, scratch: Path) -> 
     """cffi's backend made universal: the Python's own `backend` and the
     backend of each wheel in `wheels` (cffi's macOS wheels, one architecture
     each), joined slice by slice as `lipo -create` joins them. Each slice
-    keeps its bytes, and so its vendor's signature. Returns the joined file,
-    written under `scratch`."""
+    keeps its bytes, and so its vendor's signature. A Python without cffi
+    (no `backend` file) takes the wheels' slices alone. Returns the joined
+    file, written under `scratch`."""
     name = backend.name
     slices: dict[int, tuple[str, bytes]] = {}
-    for source, data in [(str(backend), backend.read_bytes()),
-                         *((str(w), _wheel_backend(w, name, tag)) for w in wheels)]:
+    own = [(str(backend), backend.read_bytes())] if backend.is_file() else []
+    for source, data in [*own, *((str(w), _wheel_backend(w, name, tag)) for w in wheels)]:
         for cputype, _, offset, size, _ in codesign.thin_slices(data):
             if cputype in slices and source != slices[cputype][0]:
                 continue        # the Python's own slice wins over a wheel's of the same arch

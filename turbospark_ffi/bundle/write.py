@@ -330,7 +330,7 @@ def _layout_writer(package: Path, own: Path, library: Path, header: Path,
                                   "Versions/X.Y)")
             python_home = sys.base_prefix
         macos.check_bundle_id(options.bundle_id)
-        mac = macos.find_python(python_home)
+        mac = macos.find_python(python_home, backend_from_wheels=bool(options.cffi_wheels))
         macos.check_library(library, mac)
         # The package and header come from here; the standard library's
         # choice is declared (bundle/runtime.py), so nothing is run.
