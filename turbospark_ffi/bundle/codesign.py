@@ -25,10 +25,12 @@ A universal file is signed slice by slice and its fat header rewritten
 (each slice grows). A slice whose signature already verifies is kept byte
 for byte: a vendor's (or a linker's) signature survives a copy.
 
-`verify(path)` checks what dyld's kernel side checks of an ad hoc signature
-(every CodeDirectory's page hashes against the file, the requirements hash,
-the blob inside __LINKEDIT at its end); it also reads SHA-1 directories,
-which older signers wrote beside SHA-256 ones.
+`verify(path)` checks what the kernel checks of an ad hoc signature as pages
+load -- every CodeDirectory's page hashes against the file -- and the frame
+around them: the requirements hash, the blob inside __LINKEDIT, codeLimit at
+the signature. It also reads SHA-1 directories, which older signers wrote
+beside SHA-256 ones. It does not check a certificate chain (an ad hoc
+signature has none) or a bundle's resource seal.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ from pathlib import Path
 
 from .common import BundleError
 
-__all__ = ["SignatureProblem", "sign", "verify", "signature_info", "join_universal",
-           "thin_slices", "PAGE_SIZE"]
+__all__ = ["SignatureProblem", "SignatureInfo", "sign", "verify", "signature_info",
+           "join_universal", "thin_slices", "PAGE_SIZE"]
 
 _MH_MAGIC_64 = 0xFEEDFACF
 _MH_MAGIC_32 = 0xFEEDFACE
