@@ -292,7 +292,8 @@ def test_resolver_catches_a_missing_file(built, tmp_path):
     assert ext[3] == f"not found: {miss}; {miss}"
     loaders = {(img.rel, img.arch) for img in read_images(app)
                if ("LOAD_DYLIB", name) in img.loads}
-    assert {(f[0], f[1]) for f in got} == loaders and len(loaders) == 18
+    # The library, 8 extension modules and cffi's backend, two slices each.
+    assert {(f[0], f[1]) for f in got} == loaders and len(loaders) == 20
     assert {f[2] for f in got} == {name}
 
 
@@ -321,7 +322,7 @@ def test_resolver_catches_a_load_that_leaves_the_app(built, tmp_path):
 EXPECTED_CODE = {
     f"{VA}/Tsffi": ["@loader_path/../../.."],
     f"{VA}/Frameworks/libpython{PY}.dylib": [],
-    f"{VA}/Frameworks/_cffi_backend.{TAG}.so": [],
+    f"{VA}/Frameworks/_cffi_backend.{TAG}.so": ["@loader_path/../../../.."],
 }
 # Declared (bundle/runtime.py, EXTENSION_MODULES).
 EXPECTED_EXTENSIONS = ["_codecs_cn", "_codecs_hk", "_codecs_iso2022", "_codecs_jp", "_codecs_kr",
@@ -339,10 +340,11 @@ def test_every_load_command_resolves_inside_the_app_or_the_system(built):
     assert {r[4] for r in rows if r[4] != "system"} == {python}
     assert {r[3] for r in rows if r[4] == "system"} == {"/usr/lib/libSystem.B.dylib",
                                                         "/usr/lib/libffi.dylib"}
-    # The library and every extension module reach the bundled Python,
-    # through their own rpath; the backend needs only the system.
+    # The library, every extension module and cffi's backend (given the load
+    # its wheel lacks: it bound Python by flat lookup) reach the bundled
+    # Python, through their own rpath.
     loads_python = {r[0] for r in rows if r[4] == python}
-    assert loads_python == {f"Contents/Frameworks/{VA}/Tsffi"} | {
+    assert loads_python == {f"Contents/Frameworks/{VA}/Tsffi", f"{CODE}/_cffi_backend.{TAG}.so"} | {
         f"{CODE}/{m}.{TAG}.so" for m in EXPECTED_EXTENSIONS}
     assert {r[5] for r in rows if r[4] == python} == {
         "via @loader_path/../../..", "via @loader_path/../../../.."}
@@ -406,33 +408,33 @@ def test_every_mach_o_file_carries_a_valid_signature(built, tmp_path):
         f"libpython{PY}.dylib (x86_64): 1 of ") and "page hashes (sha256) differ" in problems[0]
 
 
-def test_the_backend_binds_python_flat_and_the_framework_two_level(built):
-    """What docs/shipping.md says of two Pythons in one process, read from
-    the bind opcodes (LIEF): the framework's binary binds every Python
-    symbol to the bundled libpython (two-level: its ordinal names that
-    LC_LOAD_DYLIB); cffi's backend, linked by its wheel with -undefined
-    dynamic_lookup, binds its Python symbols by flat lookup (ordinal -2), so
-    they resolve to the first loaded image that exports them."""
+def test_every_python_symbol_is_bound_to_the_bundled_libpython(built, inputs):
+    """Two-level binding, read from the bind opcodes by LIEF (not the code
+    that rewrote them): every Python symbol the framework's binary and cffi's
+    backend import names the bundled libpython's LC_LOAD_DYLIB, so another
+    libpython loaded first in the process cannot serve them. The backend's
+    wheel bound them by flat lookup (ordinal -2: the first image loaded that
+    exports the name); the input is shown to, so the rewrite is what changed."""
     lief = mc.lief_module()
     app = built[0]
     fw = app / "Contents" / "Frameworks" / FW / "Versions" / "A"
     python = f"@rpath/{VA}/Frameworks/libpython{PY}.dylib"
-    # Each parsed file held while its symbols are read: LIEF (nanobind) reads
-    # freed memory when the file object goes first (seen: a crash).
-    framework = lief.MachO.parse(str(fw / "Tsffi"))
-    for i in range(framework.size):
-        binary = framework.at(i)
-        names = {s.binding_info.library.name for s in binary.imported_symbols
-                 if mc.is_python_symbol(s.name)}
-        assert names == {python}
-    backend = lief.MachO.parse(str(fw / "Frameworks" / f"_cffi_backend.{TAG}.so"))
-    for i in range(backend.size):
-        binary = backend.at(i)
-        python_names = {s.name for s in binary.imported_symbols if mc.is_python_symbol(s.name)}
-        flat = {s.name for s in binary.imported_symbols
-                if s.binding_info.library_ordinal == -2 and not s.binding_info.has_library}
-        # cffi 2.1.1's: 170 names in each slice, every one flat.
-        assert python_names and flat == python_names
+    site = inputs[0] / "lib" / f"python{PY}" / "site-packages"
+    for path, was_flat in ((fw / "Tsffi", False),
+                           (fw / "Frameworks" / f"_cffi_backend.{TAG}.so", True)):
+        # Each parsed file held while its symbols are read: LIEF (nanobind)
+        # reads freed memory when the file object goes first (seen: a crash).
+        fat = lief.MachO.parse(str(path))
+        for i in range(fat.size):
+            binary = fat.at(i)
+            python_symbols = [s for s in binary.imported_symbols
+                              if mc.is_python_symbol(s.name)]
+            assert python_symbols, path
+            assert {s.binding_info.library.name for s in python_symbols} == {python}, path
+        original = lief.MachO.parse(str(site / f"_cffi_backend.{TAG}.so"))
+        flat = {s.binding_info.library_ordinal for s in original.at(0).imported_symbols
+                if mc.is_python_symbol(s.name)}
+        assert flat == {-2} or not was_flat
 
 
 def test_the_release_zip_keeps_the_links(built, tmp_path):

@@ -35,12 +35,13 @@ library's private one, and a sibling would take the name `Python.framework`,
 which an app that embeds its own Python (BeeWare's Python-Apple-support
 ships exactly that) already holds; two frameworks of one name cannot sit in
 one Contents/Frameworks. Its id names its own place under the framework,
-and the framework's binary binds its Python symbols to it by two-level
-binding. cffi's backend does not: its wheel is linked with
-`-undefined dynamic_lookup`, so its Python symbols are looked up flat, in
-the first image loaded that exports them -- the bundled libpython unless the
-host loaded another one before it (docs/shipping.md, "Two Pythons in one
-process"; tests/test_bundle_macos.py reads the bindings).
+and every file that uses Python binds its symbols to it by two-level
+binding, so another libpython in the process cannot serve them: the
+framework's binary and the extension modules as linked; cffi's backend,
+whose wheel is linked with `-undefined dynamic_lookup` (flat lookups), once
+the bundle adds its load of libpython and rewrites those binds
+(bundle/macho.py, bind_flat_lookups; docs/shipping.md, "Two Pythons in one
+process").
 
 Every Mach-O file is rewritten (bundle/macho.py): its id is `@rpath/` plus
 its path under the slice folder (an app's Contents/Frameworks once
@@ -66,8 +67,8 @@ from pathlib import Path
 
 from . import codesign
 from .common import BundleError, blank_build_paths
-from .macho import (MachOSlice, exports_symbol, is_macho, macho_slices, relocate_macho,
-                    rewrite_needed)
+from .macho import (MachOSlice, bind_flat_lookups, exports_symbol, flat_bound, is_macho,
+                    macho_slices, relocate_macho, rewrite_needed)
 
 __all__ = ["APP_DIRNAME", "FRAMEWORK_NAME", "DEFAULT_BUNDLE_ID", "MacLayout", "MacPython",
            "find_python", "check_library", "check_bundle_id", "write_binaries",
@@ -252,10 +253,17 @@ def builtin_in(python: MacPython, module: str) -> bool:
     return exports_symbol(python.library, f"_PyInit_{module}")
 
 
+def _is_python_symbol(name: str) -> bool:
+    """A name of Python's C API, as Mach-O spells it (`_Py...`, `__Py...`)."""
+    return name.startswith(("_Py", "__Py"))
+
+
 def _relocation(src: Path, dst: Path, layout: MacLayout, python: MacPython,
-                want_archs: list[str]) -> tuple[str | None, dict[str, str], list[str], list]:
+                want_archs: list[str]) -> tuple[str | None, dict[str, str], list[str], list,
+                                                tuple[str, ...]]:
     """What to rewrite in the copy `dst` of `src`: (install name, renames,
-    rpaths, the system libraries it needs)."""
+    rpaths, the system libraries it needs, libraries to add: the bundled
+    Python, for a file that looks its Python symbols up flat)."""
     slices = macho_slices(src)
     have = _archs(slices)
     missing = [a for a in want_archs if a not in have]
@@ -283,8 +291,11 @@ def _relocation(src: Path, dst: Path, layout: MacLayout, python: MacPython,
                               "only those")
     has_id = any(s.install_name is not None for s in slices)
     install_name = "@rpath/" + rel.as_posix() if has_id else None
-    rpaths = ["/".join(["@loader_path"] + [".."] * (len(rel.parts) - 1))] if renames else []
-    return install_name, renames, rpaths, system
+    flat_python = not renames and any(_is_python_symbol(n) for n in flat_bound(src))
+    adds = (python_name,) if flat_python else ()
+    rpaths = ["/".join(["@loader_path"] + [".."] * (len(rel.parts) - 1))] \
+        if renames or adds else []
+    return install_name, renames, rpaths, system, adds
 
 
 def _thin_backend(src: Path, python: MacPython, have: list[str], want: list[str],
@@ -308,17 +319,24 @@ def _thin_backend(src: Path, python: MacPython, have: list[str], want: list[str]
 
 def _place(src: Path, dst: Path, layout: MacLayout, python: MacPython, want_archs: list[str],
            system: dict[str, set[str]]) -> int:
-    install_name, renames, rpaths, needs = _relocation(src, dst, layout, python, want_archs)
+    install_name, renames, rpaths, needs, adds = _relocation(src, dst, layout, python,
+                                                             want_archs)
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dst)
     os.chmod(dst, 0o755)
     before = dst.stat().st_size
-    if dst != layout.library and not rewrite_needed(dst, install_name=install_name,
-                                                    renames=renames, rpaths=rpaths):
+    if dst != layout.library and not adds and not rewrite_needed(
+            dst, install_name=install_name, renames=renames, rpaths=rpaths):
         # Nothing to change: the vendor's bytes, and with them its signature.
         before = 0
     else:
-        relocate_macho(dst, install_name=install_name, renames=renames, rpaths=rpaths)
+        relocate_macho(dst, install_name=install_name, renames=renames, rpaths=rpaths,
+                       add_loads=adds)
+    if adds:
+        # cffi's backend (its wheel links with -undefined dynamic_lookup):
+        # its Python symbols bound to the bundled libpython, two-level, so
+        # another libpython loaded first in the process cannot serve them.
+        bind_flat_lookups(dst, _is_python_symbol)
     who = dst.name if dst.suffix == ".dylib" else dst.name.split(".")[0]
     for name in needs:
         if name != _LIBSYSTEM:
