@@ -5,11 +5,14 @@
 #   make test-pythons   (.ci/pythons; CI runs it too)
 # and one needs a display:
 #   make gui    builds the GTK 4 settings window (examples/gtk) and opens it
+# and two are for macOS (a Mac's Python; docs/shipping.md):
+#   make xcframework   writes swift/Tsffi.xcframework, the binary target Package.swift names
+#   make release-zip   the same, and build/xcframework/Tsffi.xcframework.zip with its checksum
 PYTHON ?= python3
 VENV ?= .venv
 VPY := $(VENV)/bin/python
 
-.PHONY: demo test test-pythons gui install install-library venv clean
+.PHONY: demo test test-pythons gui install install-library venv clean xcframework release-zip
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,13 +52,39 @@ gui: install
 	SAMPLES=$$($(VPY) -I -c "import turbospark_ffi, os; print(os.path.join(os.path.dirname(turbospark_ffi.__file__), 'samples'))" ) && \
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" build/tsffi-settings --model $$SAMPLES/dflash
 
+# On a Mac the manifests' binary target must exist before swift test; on
+# Linux the Swift tests use the pkg-config system library and nothing is added.
 test: install
 	$(VPY) -m pytest -q tests
+	@if [ "$$(uname -s)" = Darwin ]; then $(MAKE) xcframework; fi
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash swift/run-tests.sh
 
 # EXCEPT=PYTHON leaves out that Python's X.Y (CI: the one make test used).
 test-pythons:
 	$(PYTHON) .ci/pythons $(if $(EXCEPT),--except $(EXCEPT))
+
+# The XCFramework from this checkout's library and the venv's base Python
+# (python.org's: universal2), universal: cffi's thin macOS wheels (one
+# architecture each) joined by the bundle command (--cffi-wheel).
+MAC_OUT := build/xcframework
+CFFI_WHEELS := build/cffi-wheels
+
+xcframework: install
+	rm -rf $(CFFI_WHEELS) && mkdir -p $(CFFI_WHEELS)
+	for platform in macosx_11_0_arm64 macosx_10_15_x86_64; do \
+	    $(VPY) -m pip download -q --no-deps --only-binary=:all: --platform $$platform \
+	        --python-version $$($(VPY) -I -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
+	        --implementation cp --dest $(CFFI_WHEELS) \
+	        cffi==$$($(VPY) -I -c 'import cffi; print(cffi.__version__)') || exit 1; \
+	done
+	$(VENV)/bin/turbospark-ffi bundle $(MAC_OUT) --force $(RELEASE_FLAGS) \
+	    $$(for wheel in $(CFFI_WHEELS)/*.whl; do printf -- '--cffi-wheel %s ' "$$wheel"; done)
+	rm -rf swift/Tsffi.xcframework
+	cp -R $(MAC_OUT)/Tsffi.xcframework swift/Tsffi.xcframework
+
+release-zip:
+	$(MAKE) xcframework RELEASE_FLAGS=--release-zip
+	@echo "checksum: $$(cut -d' ' -f1 $(MAC_OUT)/Tsffi.xcframework.zip.sha256) (Package.swift's releaseChecksum)"
 
 clean:
 	rm -rf build $(VENV) turbospark_ffi/libtsffi.so turbospark_ffi/libtsffi.dylib turbospark_ffi/include

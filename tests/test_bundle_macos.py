@@ -25,6 +25,7 @@ exercised (README, "Shipping in a Mac app").
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -44,7 +45,7 @@ from macos_standins import (FRAMEWORK_ID, PY, TAG, build_python_framework, cffi_
 
 from turbospark_ffi import bundle as bundle_mod
 from turbospark_ffi import native
-from turbospark_ffi.bundle import macos
+from turbospark_ffi.bundle import codesign, macos
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE
 
 WHEEL_CACHE = ROOT / "build" / "test-cache" / "wheels"
@@ -291,7 +292,8 @@ def test_resolver_catches_a_missing_file(built, tmp_path):
     assert ext[3] == f"not found: {miss}; {miss}"
     loaders = {(img.rel, img.arch) for img in read_images(app)
                if ("LOAD_DYLIB", name) in img.loads}
-    assert {(f[0], f[1]) for f in got} == loaders and len(loaders) == 18
+    # The library, 8 extension modules and cffi's backend, two slices each.
+    assert {(f[0], f[1]) for f in got} == loaders and len(loaders) == 20
     assert {f[2] for f in got} == {name}
 
 
@@ -320,7 +322,7 @@ def test_resolver_catches_a_load_that_leaves_the_app(built, tmp_path):
 EXPECTED_CODE = {
     f"{VA}/Tsffi": ["@loader_path/../../.."],
     f"{VA}/Frameworks/libpython{PY}.dylib": [],
-    f"{VA}/Frameworks/_cffi_backend.{TAG}.so": [],
+    f"{VA}/Frameworks/_cffi_backend.{TAG}.so": ["@loader_path/../../../.."],
 }
 # Declared (bundle/runtime.py, EXTENSION_MODULES).
 EXPECTED_EXTENSIONS = ["_codecs_cn", "_codecs_hk", "_codecs_iso2022", "_codecs_jp", "_codecs_kr",
@@ -338,10 +340,11 @@ def test_every_load_command_resolves_inside_the_app_or_the_system(built):
     assert {r[4] for r in rows if r[4] != "system"} == {python}
     assert {r[3] for r in rows if r[4] == "system"} == {"/usr/lib/libSystem.B.dylib",
                                                         "/usr/lib/libffi.dylib"}
-    # The library and every extension module reach the bundled Python,
-    # through their own rpath; the backend needs only the system.
+    # The library, every extension module and cffi's backend (given the load
+    # its wheel lacks: it bound Python by flat lookup) reach the bundled
+    # Python, through their own rpath.
     loads_python = {r[0] for r in rows if r[4] == python}
-    assert loads_python == {f"Contents/Frameworks/{VA}/Tsffi"} | {
+    assert loads_python == {f"Contents/Frameworks/{VA}/Tsffi", f"{CODE}/_cffi_backend.{TAG}.so"} | {
         f"{CODE}/{m}.{TAG}.so" for m in EXPECTED_EXTENSIONS}
     assert {r[5] for r in rows if r[4] == python} == {
         "via @loader_path/../../..", "via @loader_path/../../../.."}
@@ -370,6 +373,126 @@ def test_ids_rpaths_and_slices(built):
     assert got[f"{VA}/Tsffi"] and \
         next(i for i in read_images(app) if i.rel.endswith("/Tsffi")).install_name == \
         "@rpath/Tsffi.framework/Versions/A/Tsffi"
+
+
+def test_every_mach_o_file_carries_a_valid_signature(built, tmp_path):
+    """Embedded as Xcode embeds it, every Mach-O file of the framework is
+    signed ad hoc in every slice: its CodeDirectory's page hashes match its
+    pages (bundle/codesign.py's verifier; tests/test_codesign.py holds it to
+    zig's and Apple's linkers). The framework's binary is named by the
+    bundle identifier, every other file by its name. One flipped byte in an
+    embedded copy is caught."""
+    app = built[0]
+    fw = app / "Contents" / "Frameworks" / FW
+    files = sorted(p for p in fw.rglob("*") if p.is_file() and not p.is_symlink()
+                   and is_macho_file(p))
+    assert len(files) == 11
+    assert {p.relative_to(fw).as_posix(): codesign.verify(p) for p in files} == \
+        {p.relative_to(fw).as_posix(): [] for p in files}
+    names = {p.name: sorted((i.arch, i.identifier, i.flags, i.hash_types)
+                            for i in codesign.signature_info(p)) for p in files}
+    assert names["Tsffi"] == [("arm64", "org.tsffi.Tsffi", 2, (2,)),
+                              ("x86_64", "org.tsffi.Tsffi", 2, (2,))]
+    for p in files:
+        if p.name != "Tsffi":
+            assert names[p.name] == [("arm64", p.name, 2, (2,)), ("x86_64", p.name, 2, (2,))]
+    copy = _copy_app(app, tmp_path / APP)
+    python = copy / CODE / f"libpython{PY}.dylib"
+    data = bytearray(python.read_bytes())
+    (x86,) = [e for e in codesign.thin_slices(bytes(data)) if e[0] == 0x01000007]
+    _, _, offset, size, _ = x86
+    data[offset + size // 3] ^= 0x40
+    python.write_bytes(data)
+    problems = codesign.verify(python)
+    assert len(problems) == 1 and problems[0].startswith(
+        f"libpython{PY}.dylib (x86_64): 1 of ") and "page hashes (sha256) differ" in problems[0]
+
+
+def test_every_python_symbol_is_bound_to_the_bundled_libpython(built, inputs):
+    """Two-level binding, read from the bind opcodes by LIEF (not the code
+    that rewrote them): every Python symbol the framework's binary and cffi's
+    backend import names the bundled libpython's LC_LOAD_DYLIB, so another
+    libpython loaded first in the process cannot serve them. The backend's
+    wheel bound them by flat lookup (ordinal -2: the first image loaded that
+    exports the name); the input is shown to, so the rewrite is what changed."""
+    lief = mc.lief_module()
+    app = built[0]
+    fw = app / "Contents" / "Frameworks" / FW / "Versions" / "A"
+    python = f"@rpath/{VA}/Frameworks/libpython{PY}.dylib"
+    site = inputs[0] / "lib" / f"python{PY}" / "site-packages"
+    for path, was_flat in ((fw / "Tsffi", False),
+                           (fw / "Frameworks" / f"_cffi_backend.{TAG}.so", True)):
+        # Each parsed file held while its symbols are read: LIEF (nanobind)
+        # reads freed memory when the file object goes first (seen: a crash).
+        fat = lief.MachO.parse(str(path))
+        for i in range(fat.size):
+            binary = fat.at(i)
+            python_symbols = [s for s in binary.imported_symbols
+                              if mc.is_python_symbol(s.name)]
+            assert python_symbols, path
+            assert {s.binding_info.library.name for s in python_symbols} == {python}, path
+        original = lief.MachO.parse(str(site / f"_cffi_backend.{TAG}.so"))
+        flat = {s.binding_info.library_ordinal for s in original.at(0).imported_symbols
+                if mc.is_python_symbol(s.name)}
+        assert flat == {-2} or not was_flat
+
+
+def test_the_release_zip_keeps_the_links(built, tmp_path):
+    """The XCFramework zipped as `zip -ry` / `ditto -c -k --keepParent`
+    zip it: six links stored as links (Info-ZIP's S_IFLNK mode, the target
+    as data), which Info-ZIP's unzip restores as links; the same folder
+    gives the same bytes. A zip that follows the links (`zip -r`) holds no
+    link and every file under Versions/A twice."""
+    import stat as st
+    from turbospark_ffi.bundle import release
+    xc = built[3] / "Tsffi.xcframework"
+    archive = tmp_path / "Tsffi.xcframework.zip"
+    digest = release.write_release_zip(xc, archive)
+    assert digest == hashlib.sha256(archive.read_bytes()).hexdigest()
+    with zipfile.ZipFile(archive) as zf:
+        links = {i.filename: zf.read(i).decode() for i in zf.infolist()
+                 if st.S_ISLNK(i.external_attr >> 16)}
+    top = f"Tsffi.xcframework/{SLICE}/{FW}"
+    assert links == {f"{top}/Versions/Current": "A",
+                     **{f"{top}/{n}": f"Versions/Current/{n}"
+                        for n in ("Tsffi", "Headers", "Modules", "Resources", "Frameworks")}}
+    again = tmp_path / "again.zip"
+    assert release.write_release_zip(xc, again) == digest
+    unpacked = tmp_path / "unpacked"
+    unzip = shutil.which("unzip")
+    if unzip is None:
+        pytest.fail("Info-ZIP's unzip is missing (it reads the release zip back): apt-get "
+                    "install unzip (.ci/run does)")
+    subprocess.run([unzip, "-q", str(archive), "-d", str(unpacked)], check=True)
+    assert _tree(unpacked / "Tsffi.xcframework") == _tree(xc)
+    assert os.readlink(unpacked / top / "Versions" / "Current") == "A"
+    followed = tmp_path / "followed.zip"
+    with zipfile.ZipFile(followed, "w") as zf:
+        for folder, _, names in os.walk(xc, followlinks=True):
+            for name in names:
+                path = Path(folder) / name
+                zf.write(path, path.relative_to(xc.parent).as_posix())
+    with zipfile.ZipFile(followed) as zf:
+        names = zf.namelist()
+        assert not any(st.S_ISLNK(i.external_attr >> 16) for i in zf.infolist())
+    real = [n for n in names if f"{FW}/Versions/A/" in n]
+    # Each file of Versions/A again under Versions/Current/ and under the
+    # top-level link that leads to it; the XCFramework's Info.plist once.
+    assert len(names) == 3 * len(real) + 1
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every entry under root: a link's target, a file's SHA-256, or "dir"."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            out[rel] = "-> " + os.readlink(path)
+        elif path.is_dir():
+            out[rel] = "dir"
+        else:
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
 
 
 def _entries(path: Path) -> list[tuple[str, str]]:
@@ -422,7 +545,7 @@ def test_the_info_plists_read_back(built):
     info = plistlib.loads((out / "Tsffi.xcframework" / SLICE / VA / "Resources" /
                            "Info.plist").read_bytes())
     assert info == {"CFBundleDevelopmentRegion": "en", "CFBundleExecutable": "Tsffi",
-                    "CFBundleIdentifier": "tsffi.Tsffi", "CFBundleInfoDictionaryVersion": "6.0",
+                    "CFBundleIdentifier": "org.tsffi.Tsffi", "CFBundleInfoDictionaryVersion": "6.0",
                     "CFBundleName": "Tsffi", "CFBundlePackageType": "FMWK",
                     "CFBundleShortVersionString": __version__,
                     "CFBundleSupportedPlatforms": ["MacOSX"], "CFBundleVersion": __version__}
@@ -564,6 +687,42 @@ def _nested(app: Path) -> list[str]:
                   for p in (fw / "Versions" / "A" / "Frameworks").iterdir())
 
 
+SHA1 = "0123456789ABCDEF0123456789ABCDEF01234567"
+# As Xcode runs the phase: `sign.sh FRAMEWORK`, the identity the SHA-1 and
+# the mode from its readable name. (environment, the flags every call must carry)
+XCODE_MODES = [
+    ({"EXPANDED_CODE_SIGN_IDENTITY": SHA1, "EXPANDED_CODE_SIGN_IDENTITY_NAME": DEV_ID},
+     ["--force", "--options", "runtime", "--timestamp", "--sign", SHA1]),
+    ({"EXPANDED_CODE_SIGN_IDENTITY": SHA1,
+      "EXPANDED_CODE_SIGN_IDENTITY_NAME": "Apple Distribution: Tool Demo (ABCDE12345)"},
+     ["--force", "--options", "runtime", "--timestamp", "--sign", SHA1]),
+    ({"EXPANDED_CODE_SIGN_IDENTITY": SHA1,
+      "EXPANDED_CODE_SIGN_IDENTITY_NAME": "Apple Development: Ann Dev (XYZ9876543)"},
+     ["--force", "--timestamp=none", "--sign", SHA1]),
+    ({"EXPANDED_CODE_SIGN_IDENTITY": "-", "EXPANDED_CODE_SIGN_IDENTITY_NAME": "-"},
+     ["--force", "--timestamp=none", "--sign", "-"]),
+]
+
+
+@pytest.mark.parametrize("env,flags", XCODE_MODES,
+                         ids=["developer-id", "apple-distribution", "development", "ad-hoc"])
+def test_sign_script_in_xcode_signs_with_the_sha1_in_the_name_s_mode(built, tmp_path, env,
+                                                                    flags):
+    """The identity Xcode gives codesign is the certificate's SHA-1; only
+    EXPANDED_CODE_SIGN_IDENTITY_NAME says it is a distribution one. Then the
+    stamp, the phase's one declared output, is written."""
+    app, _, _, out = built
+    fw = app / "Contents" / "Frameworks" / FW
+    derived = tmp_path / "DerivedSources"
+    proc, calls = _sign(app, tmp_path, [str(fw)], {**env, "DERIVED_FILE_DIR": str(derived)},
+                        out / "sign.sh")
+    assert proc.returncode == 0 and proc.stdout == proc.stderr == "", proc
+    assert calls == [flags + [f"{fw}/{rel}"] for rel in _nested(app)] + \
+        [flags + [f"{fw}/Versions/A"]]
+    assert [p.name for p in derived.iterdir()] == ["Tsffi-sign.stamp"]
+
+
+# Outside Xcode: `sign.sh IDENTITY FRAMEWORK`, the mode from the identity.
 # (identity, extra environment, the flags every call must carry)
 SIGN_MODES = [
     (DEV_ID, {}, ["--force", "--options", "runtime", "--timestamp", "--sign", DEV_ID]),
@@ -599,21 +758,31 @@ def test_sign_script_signs_inside_out_with_the_mode_s_flags(built, tmp_path, ide
     assert len(calls) == 11
 
 
-@pytest.mark.parametrize("args,env", [([""], {}), (["", "x"], {}),
-                                      ([DEV_ID, "somewhere"], {"CODE_SIGNING_ALLOWED": "NO"})],
-                         ids=["empty-identity", "empty-identity-and-path", "signing-not-allowed"])
+@pytest.mark.parametrize("args,env", [(["somewhere"], {}), (["", "x"], {}),
+                                      (["somewhere"], {"EXPANDED_CODE_SIGN_IDENTITY": ""}),
+                                      ([DEV_ID, "somewhere"], {"CODE_SIGNING_ALLOWED": "NO"}),
+                                      (["somewhere"], {"CODE_SIGNING_ALLOWED": "NO",
+                                                       "EXPANDED_CODE_SIGN_IDENTITY": SHA1})],
+                         ids=["xcode-no-identity", "empty-identity", "xcode-empty-identity",
+                              "signing-not-allowed", "xcode-signing-not-allowed"])
 def test_sign_script_does_nothing_when_signing_is_off(built, tmp_path, args, env):
     _, _, _, out = built
     proc, calls = _sign(built[0], tmp_path, args, env, out / "sign.sh")
     assert (proc.returncode, proc.stdout, proc.stderr, calls) == (
         0, "sign.sh: code signing is off (no identity, or CODE_SIGNING_ALLOWED=NO): "
-           "Tsffi.framework left unsigned\n", "", [])
+           "Tsffi.framework keeps the bundle's ad hoc signatures\n", "", [])
 
 
-def test_sign_script_usage_errors(built, tmp_path):
+@pytest.mark.parametrize("args", [[], [DEV_ID, "a", "b"]], ids=["none", "three"])
+def test_sign_script_usage_errors(built, tmp_path, args):
     app, _, _, out = built
-    proc, calls = _sign(app, tmp_path, [DEV_ID], None, out / "sign.sh")
-    assert (proc.returncode, proc.stderr, calls) == (2, "usage: sign.sh IDENTITY FRAMEWORK\n", [])
+    proc, calls = _sign(app, tmp_path, args, None, out / "sign.sh")
+    assert (proc.returncode, proc.stderr, calls) == (
+        2, "usage: sign.sh FRAMEWORK (in Xcode) | sign.sh IDENTITY FRAMEWORK\n", [])
+
+
+def test_sign_script_names_a_folder_that_is_not_the_framework(built, tmp_path):
+    app, _, _, out = built
     proc, calls = _sign(app, tmp_path, [DEV_ID, str(tmp_path)], None, out / "sign.sh")
     assert proc.returncode == 2 and calls == []
     assert proc.stderr == (f"sign.sh: {tmp_path}/Versions/A/Tsffi is not a file (FRAMEWORK is "
@@ -621,14 +790,24 @@ def test_sign_script_usage_errors(built, tmp_path):
 
 
 def test_sign_file_lists_declare_what_the_script_touches(built):
-    """The Run Script phase's input and output file lists (Xcode's
-    user-script sandbox): every file signed, in the embedded framework."""
+    """The Run Script phase's file lists (Xcode's user-script sandbox): as
+    inputs every file of the embedded framework codesign reads -- the code it
+    signs and the resources its seal hashes --; as output only a stamp
+    outside the framework, so no path is also an output of Xcode's embed
+    step (whose copy of the framework produces every file in it)."""
     app, _, _, out = built
     base = "$(TARGET_BUILD_DIR)/$(FRAMEWORKS_FOLDER_PATH)/Tsffi.framework"
-    inputs = [f"{base}/{rel}" for rel in _nested(app)] + [f"{base}/Versions/A/Tsffi"]
-    assert (out / "sign-inputs.xcfilelist").read_text().splitlines() == inputs
-    assert (out / "sign-outputs.xcfilelist").read_text().splitlines() == \
-        inputs + [f"{base}/Versions/A/_CodeSignature/CodeResources"]
+    fw = app / "Contents" / "Frameworks" / FW
+    every_file = sorted(p.relative_to(fw).as_posix() for p in fw.rglob("*")
+                        if p.is_file() and not p.is_symlink())
+    inputs = (out / "sign-inputs.xcfilelist").read_text().splitlines()
+    assert inputs == [f"{base}/{rel}" for rel in every_file]
+    assert f"{base}/Versions/A/Resources/Info.plist" in inputs
+    assert f"{base}/Versions/A/Resources/tsffi-python/python{PYNODOT}.zip" in inputs
+    assert [f"{base}/{rel}" for rel in _nested(app)] + [f"{base}/Versions/A/Tsffi"] == \
+        [i for i in inputs if "/Frameworks/" in i.removeprefix(base) or i.endswith("/A/Tsffi")]
+    assert (out / "sign-outputs.xcfilelist").read_text() == \
+        "$(DERIVED_FILE_DIR)/Tsffi-sign.stamp\n"
     assert stat.S_IMODE((out / "sign.sh").stat().st_mode) == 0o755
 
 
@@ -636,9 +815,12 @@ def test_the_command_reports_what_it_did_not_run(built):
     _, stdout, written, _ = built
     lines = stdout.splitlines()
     assert lines[0].startswith(f"wrote {written}: ") and lines[0].endswith(" on disk")
-    assert lines[-2] == ("  Mach-O files (11) rewritten to load from the framework and "
-                         "unsigned: the app's Run Script phase runs sign.sh after Embed "
-                         "Frameworks (docs/shipping.md)")
+    # Every file is rewritten (cffi's backend too: its debug map's 1200
+    # STABS entries go), so none keeps a vendor's signature.
+    assert lines[-2] == ("  Mach-O files (11): each loads from the framework and is signed "
+                         "ad hoc after its last edit; the app's Run Script phase re-signs them "
+                         "with its identity: sign.sh after Xcode embeds the framework "
+                         "(docs/shipping.md)")
     assert lines[-1] == ("  load check: NOT RUN: the library is Mach-O (macOS); this command "
                          "loads only a Linux bundle to compare its answers; a macOS bundle is "
                          "first loaded by the signed app")
@@ -922,8 +1104,100 @@ def test_architectures_must_cover_the_library(inputs, tmp_path, capsys):
         zf.extract(f"_cffi_backend.{TAG}.so", site)
     err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library),
                           "--python-home", str(copy)])
-    assert f"_cffi_backend.{TAG}.so has arm64 but the library is built for arm64, x86_64" in err
-    assert "it lacks x86_64" in err
+    import cffi
+    v, cp = cffi.__version__, f"cp{PYNODOT}"
+    assert err == (
+        f"turbospark-ffi bundle: cffi's backend {site}/_cffi_backend.{TAG}.so has arm64 but the "
+        "library is built for arm64, x86_64: it lacks x86_64 (cffi's macOS wheels carry one "
+        "architecture each). Fetch the missing one (pip download --no-deps --only-binary=:all: "
+        f"--platform macosx_10_15_x86_64 --python-version {PY} --implementation cp cffi=={v}) "
+        f"and run the command again with --cffi-wheel cffi-{v}-{cp}-{cp}-macosx_10_15_x86_64.whl: "
+        "it joins the slices into one universal backend\n")
+
+
+# (the backend the Python has, the wheels given)
+JOINED = [("arm64", ["x86_64"]), (None, ["arm64", "x86_64"])]
+
+
+@pytest.mark.parametrize("own,wheels", JOINED, ids=["arm64-python-x86_64-wheel",
+                                                    "no-cffi-both-wheels"])
+def test_the_command_joins_the_wheels_names_the_bundle_and_zips_it(inputs, tmp_path, capsys,
+                                                                   own, wheels):
+    """What the refusal above says to do, done: the Python's backend (or
+    none: cffi not installed in it) joined with the wheels', the bundle
+    identifier given, the release zip written with its checksum."""
+    import plistlib
+    home, library, _ = inputs
+    copy = tmp_path / "fw" / PY
+    shutil.copytree(home, copy, symlinks=True)
+    site = copy / "lib" / f"python{PY}" / "site-packages"
+    (site / f"_cffi_backend.{TAG}.so").unlink()
+    if own:
+        with zipfile.ZipFile(cffi_macos_wheel(WHEEL_CACHE, own)) as zf:
+            zf.extract(f"_cffi_backend.{TAG}.so", site)
+    given = [w for arch in wheels for w in ("--cffi-wheel",
+                                            str(cffi_macos_wheel(WHEEL_CACHE, arch)))]
+    out = tmp_path / "out"
+    assert _bundle_cli([str(out), "--library", str(library), "--python-home", str(copy), *given,
+                        "--bundle-id", "com.example.tool-demo.Tsffi", "--release-zip"]) == 0
+    stdout = capsys.readouterr().out
+    slice_dir = out / "Tsffi.xcframework" / SLICE
+    backend = slice_dir / VA / "Frameworks" / f"_cffi_backend.{TAG}.so"
+    assert mc.lipo_archs(backend) == ARCHS
+    assert codesign.verify(backend) == []
+    info = plistlib.loads((slice_dir / VA / "Resources" / "Info.plist").read_bytes())
+    assert info["CFBundleIdentifier"] == "com.example.tool-demo.Tsffi"
+    assert [i.identifier for i in codesign.signature_info(slice_dir / VA / "Tsffi")] == \
+        ["com.example.tool-demo.Tsffi"] * 2
+    archive = out / "Tsffi.xcframework.zip"
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    assert (out / "Tsffi.xcframework.zip.sha256").read_text() == \
+        f"{digest}  Tsffi.xcframework.zip\n"
+    assert f"links kept); checksum: {digest}" in stdout.splitlines()[-1]
+
+
+# (--bundle-id, why it is refused)
+BAD_BUNDLE_IDS = [
+    ("Tsffi", "one label"),
+    ("com.example.", "an empty label"),
+    ("com.example.tool demo", "a space"),
+    ("com.example.Tsffi_1", "an underscore"),
+]
+
+
+@pytest.mark.parametrize("bundle_id,why", BAD_BUNDLE_IDS)
+def test_error_a_bundle_id_that_is_not_reverse_dns(inputs, tmp_path, capsys, bundle_id, why):
+    home, library, _ = inputs
+    err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library), "--python-home",
+                          str(home), "--bundle-id", bundle_id])
+    assert err == (f"turbospark-ffi bundle: --bundle-id {bundle_id!r} is not a reverse-DNS "
+                   "bundle identifier; accepts two or more labels of letters, digits and "
+                   "hyphens joined by periods (default org.tsffi.Tsffi)\n")
+
+
+@pytest.mark.parametrize("flag", [["--bundle-id", "com.example.X"], ["--release-zip"],
+                                  ["--cffi-wheel", "x.whl"]])
+def test_error_the_macos_options_with_a_linux_library(tmp_path, capsys, flag):
+    err = _fails(capsys, [str(tmp_path / "out"), *flag])
+    assert err == (f"turbospark-ffi bundle: {flag[0]} is for a Mach-O (macOS) library's "
+                   f"XCFramework; {LIBRARY.name} is ELF (Linux)\n")
+
+
+def test_error_a_cffi_wheel_that_is_not_one(inputs, tmp_path, capsys):
+    home, library, _ = inputs
+    fake = tmp_path / "cffi.whl"
+    fake.write_text("not a zip\n")
+    err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library), "--python-home",
+                          str(home), "--cffi-wheel", str(fake)])
+    assert err == (f"turbospark-ffi bundle: --cffi-wheel {fake} is not a wheel (not a zip "
+                   "file); accepts a cffi macOS wheel from PyPI\n")
+    with zipfile.ZipFile(fake, "w") as zf:
+        zf.writestr("cffi/__init__.py", "")
+    err = _fails(capsys, [str(tmp_path / "out"), "--library", str(library), "--python-home",
+                          str(home), "--cffi-wheel", str(fake)])
+    assert err == (f"turbospark-ffi bundle: --cffi-wheel cffi.whl holds no backend; the "
+                   f"bundled Python needs _cffi_backend.{TAG}.so (a cffi wheel for {TAG}, "
+                   "macOS)\n")
 
 
 def test_a_library_linking_another_python_is_refused(inputs, tmp_path, capsys):

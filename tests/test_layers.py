@@ -55,7 +55,8 @@ LAYERS = {
     "wire": 7,
     "_abi": 8, "_boot": 8, "cli": 8, "install_writer": 8, "native": 8, "__main__": 8,
     "bundle": 8, "bundle.common": 8, "bundle.elf": 8, "bundle.macho": 8, "bundle.macos": 8,
-    "bundle.probe": 8, "bundle.runtime": 8, "bundle.write": 8,
+    "bundle.probe": 8, "bundle.runtime": 8, "bundle.write": 8, "bundle.codesign": 8,
+    "bundle.release": 8,
     "cli.common": 8, "cli.report": 8, "cli.parser": 8, "cli.config": 8, "cli.inspect": 8,
     "cli.decisions": 8, "cli.make_install": 8, "cli.bundle": 8, "cli.store": 8,
 }

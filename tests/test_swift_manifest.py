@@ -16,6 +16,8 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 from test_engine_app import swift_tool
 
@@ -75,3 +77,59 @@ def test_the_release_checksum_is_swiftpm_s(tmp_path):
                           cwd=str(pkg), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == hashlib.sha256(archive.read_bytes()).hexdigest()
+
+
+# The repository's root manifest: what SwiftPM reads when an app adds the
+# repository by URL. Its sources are swift/'s.
+ROOT_MANIFEST = ROOT / "Package.swift"
+RELEASE = ('let releaseURL = ""\nlet releaseChecksum = ""\n')
+
+
+def _root_copy(tmp_path: Path, text: str) -> Path:
+    """The root manifest beside a copy of the sources it names, in the layout
+    it names them (swift/Sources/...)."""
+    pkg = tmp_path / "turbospark_ffi"
+    shutil.copytree(ROOT / "swift" / "Sources", pkg / "swift" / "Sources")
+    (pkg / "Package.swift").write_text(text)
+    return pkg
+
+
+def test_the_root_manifest_on_linux_is_the_pkg_config_system_library():
+    desc = _dump(ROOT)
+    assert desc["name"] == "SpeculationPreview"
+    assert _c_target(desc) == {"type": "system", "path": "swift/Sources/CTsffi",
+                               "pkgConfig": "tsffi"}
+    assert [(t["name"], t["type"], t.get("path")) for t in desc["targets"]] == [
+        ("Tsffi", "system", "swift/Sources/CTsffi"),
+        ("SpeculationPreview", "regular", "swift/Sources/SpeculationPreview")]
+    assert [p["name"] for p in desc["products"]] == ["SpeculationPreview"]
+    assert "unsafeFlags" not in json.dumps(desc)
+
+
+def test_the_root_manifest_names_what_swift_s_names():
+    """Same products, platforms and C-module dependencies as swift/Package.swift
+    (the package Linux builds and tests), so the fetched package is the tested one."""
+    root, swift = _dump(ROOT), _dump(ROOT / "swift")
+    for key in ("name", "products", "platforms"):
+        assert root[key] == swift[key], key
+    deps = {t["name"]: t["dependencies"] for t in swift["targets"]}
+    assert {t["name"]: t["dependencies"] for t in root["targets"]} == \
+        {name: deps[name] for name in ("Tsffi", "SpeculationPreview")}
+
+
+# (release URL and checksum as the release writes them, the C module SwiftPM sees on a Mac)
+ROOT_ON_MACOS = [
+    ("", "", {"type": "binary", "path": "swift/Tsffi.xcframework"}),
+    ("https://example.com/releases/0.1.0/Tsffi.xcframework.zip", "ab" * 32,
+     {"type": "binary", "url": "https://example.com/releases/0.1.0/Tsffi.xcframework.zip",
+      "checksum": "ab" * 32}),
+]
+
+
+@pytest.mark.parametrize("url,checksum,target", ROOT_ON_MACOS, ids=["development", "release"])
+def test_the_root_manifest_on_macos_is_the_binary_target(tmp_path, url, checksum, target):
+    text = ROOT_MANIFEST.read_text()
+    assert text.count(LINUX) == 1 and text.count(RELEASE) == 1
+    text = text.replace(LINUX, "let hostIsMac = true").replace(
+        RELEASE, f'let releaseURL = "{url}"\nlet releaseChecksum = "{checksum}"\n')
+    assert _c_target(_dump(_root_copy(tmp_path, text))) == target

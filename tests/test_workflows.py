@@ -79,13 +79,26 @@ def test_it_runs_the_readme_commands_on_both_macs_with_python_orgs_python():
 
 
 def test_the_macos_workflow_builds_signs_and_runs_an_app_on_the_xcframework():
-    """Issue 33's job: the bundle command's XCFramework, an app compiled
-    against it, embedded, signed ad hoc by sign.sh, verified, run."""
+    """Issues 33 and 38's job: the bundle command's universal XCFramework
+    and release zip; every Mach-O file's ad hoc signature checked by
+    codesign as written; an app compiled against it, the framework embedded,
+    signed inside-out by sign.sh, the app with the hardened runtime and no
+    entitlement that turns library validation off; a real plan call that
+    starts Python inside the framework; both manifests build."""
     text = WORKFLOW.read_text()
     job = text[text.index("\n  xcframework:"):]
     for step in ('-m turbospark_ffi bundle "$RUNNER_TEMP/mac"', "plutil -lint",
-                 'swiftc -F "$slice" -framework Tsffi',
+                 '--cffi-wheel "$RUNNER_TEMP"/wheels/cffi-*.whl --release-zip',
+                 'codesign --verify --strict --verbose=2 "$file"', "Signature=adhoc",
+                 'swift package compute-checksum "$zip"',
+                 'clang -arch arm64 -F "$slice" -framework Tsffi',
                  'sh "$RUNNER_TEMP/mac/sign.sh" - "$app/Frameworks/Tsffi.framework"',
-                 "codesign --verify --deep --strict", "grep -qx 'abi 4'",
-                 "cp -R \"$RUNNER_TEMP/mac/Tsffi.xcframework\" swift/"):
+                 'codesign --force --options runtime --sign - "$RUNNER_TEMP/Tiny.app"',
+                 "codesign --verify --deep --strict", "flags=0x10002(adhoc,runtime)",
+                 "{ ! grep -q 'disable-library-validation'; }",
+                 "tsffi_speculation_plan(argv[1]",
+                 '"$GITHUB_WORKSPACE/turbospark_ffi/samples/dflash"',
+                 "this install carries a DFlash2 drafter, which auto leaves OFF",
+                 "cp -R \"$RUNNER_TEMP/mac/Tsffi.xcframework\" swift/",
+                 "TSFFI_LOCAL_XCFRAMEWORK=1 swift build"):
         assert step in job, step

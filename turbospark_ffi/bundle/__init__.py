@@ -31,24 +31,31 @@ library's copy has the build machine's paths it stores blanked (common.py),
 in either layout.
 
 Given a Mach-O library (`--library`, with `--python-home` a macOS Python),
-the same command writes the macOS layout an app drops into its `Contents/`
-instead (bundle/macos.py): code under Contents/Frameworks, Python's files
-under Contents/Resources, every install name `@rpath/...`, a sign.sh and a
-local Swift package. It cannot be loaded here to check it, and says so.
+the same command writes `Tsffi.xcframework` instead (bundle/macos.py), the
+binary a Swift package's `.binaryTarget` names and Xcode embeds: a versioned
+framework whose Versions/A holds the library, Versions/A/Frameworks every
+other Mach-O file, Versions/A/Resources Python's files; every install name
+`@rpath/...`, every Mach-O file signed ad hoc; beside it sign.sh, the app's
+Run Script that re-signs it with the app's identity, and on request the
+release zip and its checksum. It cannot be loaded here to check it, and
+says so.
 
 Modules: `elf` (ELF: reading, rpath rewrite, strip) and `macho` (Mach-O:
 reading, install names and rpaths, via LIEF) side by side, each used by one
-layout only; `probe` (what the library imports and answers); `write` (the
-command's entry, the steps both layouts share, the Linux layout); `macos`
-(the macOS layout); `common` (the error both raise, and blanking the
-library's stored build paths, which both do).
+layout only; `codesign` (Mach-O signatures and universal files, by hand:
+ad hoc signing, verifying, joining slices); `probe` (what the library
+imports and answers); `write` (the command's entry, the steps both layouts
+share, the Linux layout); `macos` (the macOS layout); `release` (the
+release zip, the universal cffi backend); `common` (the error both raise,
+and blanking the library's stored build paths, which both do).
 """
 
 from __future__ import annotations
 
 from .common import BundleError, blank_build_paths
 from .elf import elf_dynamic, set_rpath_origin, strip_elf
-from .write import MARKER, BundleInfo, write_bundle
+from .write import MARKER, BundleInfo, MacOptions, write_bundle
 
-__all__ = ["BundleError", "BundleInfo", "write_bundle", "set_rpath_origin", "strip_elf",
+__all__ = ["BundleError", "BundleInfo", "MacOptions", "write_bundle", "set_rpath_origin",
+           "strip_elf",
            "elf_dynamic", "blank_build_paths", "MARKER"]

@@ -32,7 +32,7 @@ from .elf import elf_dynamic, is_elf, set_rpath_origin, strip_elf
 from .macho import is_macho
 from .probe import header_constants, probe_calls, run_probe
 
-__all__ = ["BundleInfo", "write_bundle", "MARKER"]
+__all__ = ["BundleInfo", "MacOptions", "write_bundle", "MARKER"]
 
 MARKER = "turbospark_bundle.txt"
 # Where an earlier bundle's marker is, in either layout (--force replaces only a bundle).
@@ -67,6 +67,23 @@ _SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")
 # libcrypto (which also reads the system's openssl.cnf). Without those
 # fallbacks hashlib would import logging to complain, and fail.
 _REPLACED = {"_hashlib": ("_md5", "_sha1", "_sha256", "_sha512", "_sha3", "_blake2")}
+
+
+@dataclass(frozen=True)
+class MacOptions:
+    """What only the macOS layout takes: the framework's CFBundleIdentifier
+    (reverse DNS), cffi macOS wheels whose backends are joined with the
+    Python's own into a universal one, and whether to write the release zip
+    (Tsffi.xcframework.zip, its links kept) and print its checksum."""
+    bundle_id: str = macos.DEFAULT_BUNDLE_ID
+    cffi_wheels: tuple[str, ...] = ()
+    release_zip: bool = False
+
+    def given(self) -> list[str]:
+        """The options given that differ from the defaults, as spelled on the command line."""
+        return [flag for flag, on in (("--bundle-id", self.bundle_id != macos.DEFAULT_BUNDLE_ID),
+                                      ("--cffi-wheel", bool(self.cffi_wheels)),
+                                      ("--release-zip", self.release_zip)) if on]
 
 
 @dataclass
@@ -192,7 +209,8 @@ def _package_sources(package: Path) -> list[Path]:
 
 def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: bool = True,
                  library: str | os.PathLike | None = None,
-                 python_home: str | os.PathLike | None = None) -> BundleInfo:
+                 python_home: str | os.PathLike | None = None,
+                 mac: MacOptions | None = None) -> BundleInfo:
     """Write the bundle to `out_dir` (which must not exist, or be empty, or --
     with `force` -- be an earlier bundle, which is replaced). Written beside
     it first and renamed into place, so a failure leaves nothing half-done.
@@ -202,10 +220,12 @@ def write_bundle(out_dir: str | os.PathLike, *, force: bool = False, verify: boo
     `python_home`: the Python to bundle (default: the one running this); for
     a macOS layout, a macOS Python's prefix or a framework's Versions/X.Y.
     `verify`: load the written bundle and compare its answers (the Linux
-    layout only: a macOS bundle is loaded first inside the signed app)."""
+    layout only: a macOS bundle is loaded first inside the signed app).
+    `mac`: the macOS layout's own choices (MacOptions); refused for ELF."""
     out = _checked_target(out_dir, force)
     package, own, library, header = _checked_inputs(library)
-    write = _layout_writer(package, own, library, header, python_home, verify)
+    write = _layout_writer(package, own, library, header, python_home, verify,
+                           mac or MacOptions())
 
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -283,8 +303,11 @@ def _checked_inputs(library: str | os.PathLike | None) -> tuple[Path, Path, Path
 
 
 def _layout_writer(package: Path, own: Path, library: Path, header: Path,
-                   python_home: str | os.PathLike | None, verify: bool):
+                   python_home: str | os.PathLike | None, verify: bool, options: MacOptions):
     """The function that writes the layout the library's format asks for."""
+    if is_elf(library) and options.given():
+        raise BundleError(f"{options.given()[0]} is for a Mach-O (macOS) library's "
+                          f"XCFramework; {library.name} is ELF (Linux)")
     if is_elf(library):
         if sys.platform != "linux":
             raise BundleError(f"{library.name} is an ELF (Linux) library: write its bundle on "
@@ -306,7 +329,8 @@ def _layout_writer(package: Path, own: Path, library: Path, header: Path,
                                   "with the macOS Python to bundle (a prefix, or a framework's "
                                   "Versions/X.Y)")
             python_home = sys.base_prefix
-        mac = macos.find_python(python_home)
+        macos.check_bundle_id(options.bundle_id)
+        mac = macos.find_python(python_home, backend_from_wheels=bool(options.cffi_wheels))
         macos.check_library(library, mac)
         # The package and header come from here; the standard library's
         # choice is declared (bundle/runtime.py), so nothing is run.
@@ -314,7 +338,7 @@ def _layout_writer(package: Path, own: Path, library: Path, header: Path,
 
         def write(work: Path, scratch: Path) -> BundleInfo:
             return _write_macos(work, library=library, mac=mac, probe_sources=probe_sources,
-                                scratch=scratch)
+                                scratch=scratch, options=options)
     else:
         raise BundleError(f"{library} is neither an ELF (Linux) nor a Mach-O (macOS) library")
     return write
@@ -606,13 +630,14 @@ def _measure_space(layout: _Layout, sources: _Sources, info: BundleInfo,
 # The macOS layout (bundle/macos.py says where each piece goes and why).
 
 def _write_macos(root: Path, *, library: Path, mac: macos.MacPython, probe_sources: _Sources,
-                 scratch: Path) -> BundleInfo:
+                 scratch: Path, options: MacOptions) -> BundleInfo:
     """The same measured choice of modules as the Linux layout, placed in
     Tsffi.xcframework's one framework (bundle/macos.py says where and why),
-    every Mach-O file rewritten to load from there; the runtime of the
-    package only (bundle/runtime.py); then sign.sh and its file lists."""
+    every Mach-O file rewritten to load from there and signed ad hoc; the
+    runtime of the package only (bundle/runtime.py); then sign.sh and its
+    file lists, and the release zip when asked."""
     from .. import __version__
-    from . import runtime
+    from . import release, runtime
     info = BundleInfo(root=root, system_base="libSystem")
     layout = macos.MacLayout(root, mac.version, macos.library_archs(library))
     layout.make_dirs()
@@ -620,11 +645,14 @@ def _write_macos(root: Path, *, library: Path, mac: macos.MacPython, probe_sourc
     ext_files = _target_extensions(runtime.EXTENSION_MODULES, mac)
     info.stdlib_modules, info.extension_modules = sorted(std_files), sorted(ext_files)
     _zip_stdlib(layout.stdlib_zip, mac.stdlib, std_files)
-    files, info.stripped_bytes, info.system_libs = macos.write_binaries(
-        layout, library, mac, ext_files)
-    _write_package(layout, probe_sources, keep=runtime.is_runtime_file)
-    macos.write_framework_files(layout, header=probe_sources.header, version=__version__)
     tag = f"cpython-{mac.version.replace('.', '')}-darwin"
+    backend = release.join_backend(mac.cffi_backend, [Path(w) for w in options.cffi_wheels],
+                                   tag, scratch) if options.cffi_wheels else None
+    files, info.stripped_bytes, info.system_libs, kept = macos.write_binaries(
+        layout, library, mac, ext_files, bundle_id=options.bundle_id, backend=backend)
+    _write_package(layout, probe_sources, keep=runtime.is_runtime_file)
+    macos.write_framework_files(layout, header=probe_sources.header, version=__version__,
+                                bundle_id=options.bundle_id)
     _write_marker(layout.home / MARKER, probe_sources.header, info,
                   f"the framework's binary (../../{macos.FRAMEWORK_NAME}) starts its "
                   "embedded\nPython with this folder as its home, ../../Frameworks for its "
@@ -633,12 +661,20 @@ def _write_macos(root: Path, *, library: Path, mac: macos.MacPython, probe_sourc
                   stdlib_zip=layout.stdlib_zip.name)
     macos.write_sign_script(layout, files)
     _macos_sizes(info, layout, mac, len(ext_files))
-    info.notes.append(f"  Mach-O files ({len(files)}) rewritten to load from the framework "
-                      "and unsigned: the app's Run Script phase runs sign.sh after Embed "
-                      "Frameworks (docs/shipping.md)")
+    info.notes.append(f"  Mach-O files ({len(files)}): each loads from the framework and is "
+                      "signed ad hoc after its last edit"
+                      + (f" ({', '.join(kept)} kept the vendor's signature)" if kept else "")
+                      + "; the app's Run Script phase re-signs them with its identity: sign.sh "
+                      "after Xcode embeds the framework (docs/shipping.md)")
     info.notes.append("  load check: NOT RUN: the library is Mach-O (macOS); this command "
                       "loads only a Linux bundle to compare its answers; a macOS bundle is "
                       "first loaded by the signed app")
+    if options.release_zip:
+        archive = root / f"{macos.FRAMEWORK_NAME}.xcframework.zip"
+        digest = release.write_release_zip(layout.xcframework, archive)
+        (root / f"{archive.name}.sha256").write_text(f"{digest}  {archive.name}\n")
+        info.notes.append(f"  release zip: {archive.name} ({_mb(archive.stat().st_size)}, "
+                          f"links kept); checksum: {digest}")
     return info
 
 
