@@ -30,6 +30,7 @@ _EXPORTS = {
     "PlanResult": "plan", "speculation_plan": "plan", "install_info": "wire",
     "speculation_choices": "wire", "store_listing": "store_listing",
     "preview_blocker": "blockers", "write_install": "install_writer",
+    "reconcile_dict": "reconcile", "OpenFailed": "errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -20,6 +20,7 @@ __all__ = [
     "SpeculationRefused",
     "OptionRefused",
     "ResidentIndexError",
+    "OpenFailed",
 ]
 
 STATUS_OK = 0  # TSFFI_OK
@@ -96,3 +97,13 @@ class OptionRefused(TurbosparkError):
     open's refusal and ours shows the same words."""
 
     status = 2
+
+
+class OpenFailed(TurbosparkError):
+    """The engine's own open of this install with these options failed, as a
+    host reported it to tsffi_reconcile: a plan of the pair then refuses with
+    the engine's status (its number, whatever it is) and message, verbatim."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status

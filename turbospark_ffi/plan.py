@@ -10,16 +10,18 @@ from __future__ import annotations
 import os
 
 from ._value import Value
-from .errors import SpeculationRefused
+from .errors import OpenFailed, SpeculationRefused
 from .install import InstallSnapshot, snapshot
 from .model_names import check_model_dir, resolve_model_name
 from .options import ABSENT, DEFAULT_OPTIONS, Options, allowed_block, parse_options
 from .policy import (ALLOWED_SPECULATION_BLOCKS, REASON_DFLASH_OPT_IN, REASON_ENGINE,
                      REASON_SAMPLED, SAMPLED_BLOCK_DRAFTER_REASON, DraftPolicies,
-                     DrafterChoice, Speculation, SpeculationPlan, SpeculativeDrafter,
-                     draft_policies, resolve_speculation)
+                     DrafterChoice, Speculation, SpeculationDisabled, SpeculationEnabled,
+                     SpeculationPlan, SpeculativeDrafter, draft_policies, resolve_speculation)
+from .reconcile_memory import Outcome, options_key, reported
 
 __all__ = ["PlanResult", "Request", "request", "speculation_plan", "decide", "plan_for_snapshot",
+           "engine_plan",
            "SpeculationChoice", "SpeculationChoices", "table_speculations", "TABLE_DRAFTERS",
            "table", "choices_for_snapshot"]
 
@@ -28,15 +30,17 @@ class PlanResult(Value):
     """`model_dir` is the directory the plan read (the model name resolved),
     None for a plan not made from an install. `reason_code` is the code of
     the speculation's reason (policy.REASON_* and the codes blockers.py,
-    resident_index.py and expert_layout.py own), None when it has none."""
+    resident_index.py and expert_layout.py own), None when it has none.
+    `source` is "preview", or "engine" for the engine's own outcome that a
+    host reported to tsffi_reconcile after the preview disagreed."""
 
     __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir",
-                 "reason_code", "warnings")
+                 "reason_code", "warnings", "source")
 
     def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
                  speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = (),
                  model_dir: str | None = None, reason_code: str | None = None,
-                 warnings: tuple[str, ...] = ()) -> None:
+                 warnings: tuple[str, ...] = (), source: str = "preview") -> None:
         # One by one rather than through Value._init's keywords: half the
         # cost, 34 times a table (as policy.py's values).
         setter = object.__setattr__
@@ -47,6 +51,7 @@ class PlanResult(Value):
         setter(self, "model_dir", model_dir)
         setter(self, "reason_code", reason_code)
         setter(self, "warnings", warnings)
+        setter(self, "source", source)
 
 
 def decide(snap: InstallSnapshot, speculation: Speculation, drafter: SpeculativeDrafter,
@@ -97,6 +102,25 @@ def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS)
     choice, policies, plan, code = decide(snap, options.speculation, options.drafter, options)
     return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code,
                       options.warnings)
+
+
+def engine_plan(snap: InstallSnapshot, options: Options, engine: Outcome,
+                warning: str) -> PlanResult:
+    """The plan in the engine's words: its reported speculation in place of
+    the preview's (the drafter named after the one it speculated with, the
+    draft policies derived as the preview derives them), `warning` added; a
+    failed open raises OpenFailed with its status and message."""
+    if engine.status != 0:
+        raise OpenFailed(engine.message, engine.status)
+    choice = snap.resolve_drafter(options.drafter)
+    if engine.drafter is not None and engine.drafter != choice.drafter.value:
+        choice = DrafterChoice(SpeculativeDrafter(engine.drafter), choice.install_has_mtp_head,
+                               choice.install_has_dflash, choice.note)
+    speculation = SpeculationDisabled(engine.reason) if engine.block is None \
+        else SpeculationEnabled(engine.block)
+    return PlanResult(choice, draft_policies(choice, options.speculation), speculation,
+                      options.ignored_keys, snap.model_dir, None,
+                      (*options.warnings, warning), "engine")
 
 
 class SpeculationChoice(Value):
@@ -217,14 +241,18 @@ class Request:
     """One call's arguments as every entry point takes them: `model_dir`
     checked (`name`, as given), `options` parsed, the name resolved and the
     install it names read (`snapshot`). Its answers are remembered on the
-    snapshot, so they live and die with it."""
+    snapshot, so they live and die with it. `text` is the options text as
+    given (None for an `Options` built in Python), which the engine's
+    remembered outcomes are keyed by."""
 
-    __slots__ = ("name", "options", "snapshot")
+    __slots__ = ("name", "options", "snapshot", "text")
 
-    def __init__(self, name: str, options: Options, snap: InstallSnapshot) -> None:
+    def __init__(self, name: str, options: Options, snap: InstallSnapshot,
+                 text: bytes | None = None) -> None:
         self.name = name
         self.options = options
         self.snapshot = snap
+        self.text = text
 
     @property
     def model_dir(self) -> str:
@@ -248,9 +276,24 @@ class Request:
     def resolve_drafter(self) -> DrafterChoice:
         return self.snapshot.resolve_drafter(self.options.drafter)
 
-    def plan(self) -> PlanResult:
+    def preview(self) -> PlanResult:
         """`plan_for_snapshot` for this request (raises SpeculationRefused)."""
         return self.memo("plan", plan_for_snapshot, self.snapshot, self.options)
+
+    def reported(self) -> tuple[Outcome, str] | None:
+        """The engine's outcome (and its warning) that tsffi_reconcile
+        remembered for this install and options text, else None."""
+        if self.text is None:
+            return None
+        return reported(self.snapshot.model_dir, self.snapshot.key, self.text)
+
+    def plan(self) -> PlanResult:
+        """The preview, or after a disagreement the engine's own outcome
+        (`engine_plan`). Raises SpeculationRefused, or OpenFailed."""
+        engine = self.reported()
+        if engine is None:
+            return self.preview()
+        return engine_plan(self.snapshot, self.options, *engine)
 
     def choices(self) -> SpeculationChoices:
         """`choices_for_snapshot` for this request."""
@@ -267,9 +310,11 @@ def request(model_dir: str | bytes | os.PathLike,
     `options`: an `Options`, or the options JSON a host passes (None or
     empty: the defaults)."""
     name = check_model_dir(model_dir)
+    text = None
     if not isinstance(options, Options):
+        text = options_key(options)
         options = parse_options(options)
-    return Request(name, options, snapshot(resolve_model_name(name)))
+    return Request(name, options, snapshot(resolve_model_name(name)), text)
 
 
 def speculation_plan(model_dir: str | bytes | os.PathLike,
