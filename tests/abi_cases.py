@@ -238,7 +238,7 @@ CHOICE_NOTE = _choice("mtp", False, True, DFLASH_NOTE)
 
 def _plan(choice, policies, speculation, ignored=(), warnings=()) -> dict:
     return {"drafter": choice, "draftPolicies": policies, "speculation": speculation,
-            "ignoredKeys": list(ignored), "warnings": list(warnings)}
+            "source": "preview", "ignoredKeys": list(ignored), "warnings": list(warnings)}
 
 
 MOVED = ('"{0}" at the top level is ignored, as the engine\'s open ignores it; since ABI 3 this '

@@ -92,8 +92,8 @@ def plan_json(model_dir, options):
     d = plan_to_dict(result)
     # The wire form is JSON and round-trips to the same dict.
     assert json.loads(dumps(d)) == d
-    assert list(d) == ["drafter", "draftPolicies", "speculation", "ignoredKeys", "warnings",
-                       "modelDir"]
+    assert list(d) == ["drafter", "draftPolicies", "speculation", "source", "ignoredKeys",
+                       "warnings", "modelDir"]
     assert d.pop("modelDir") == str(model_dir)
     assert list(d["drafter"]) == ["drafter", "installHasMtpHead", "installHasDflash", "note"]
     assert list(d["speculation"]) == ["block", "drafter", "reason"]
@@ -163,7 +163,8 @@ EXACT = [
 def test_plan_exact_json(installs, shape, options, drafter, mtp, dflash, speculation):
     d = plan_json(installs[shape], options)
     expected = {"drafter": drafter, "draftPolicies": {"mtp": mtp, "dflash": dflash},
-                "speculation": speculation, "ignoredKeys": [], "warnings": []}
+                "speculation": speculation, "source": "preview", "ignoredKeys": [],
+                "warnings": []}
     if speculation is None:  # the preview's wording: checked separately below
         expected["speculation"] = d["speculation"]
         assert d["speculation"]["block"] is None

@@ -42,7 +42,7 @@ PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHas
             "draftPolicies": {"mtp": {"mode": "auto", "block": None},
                               "dflash": {"mode": "off", "block": None}},
             "speculation": {"block": 2, "drafter": "mtp", "reason": None},
-            "ignoredKeys": ["hostOnly"], "warnings": []}
+            "source": "preview", "ignoredKeys": ["hostOnly"], "warnings": []}
 # A refusal with a known message: a named block under DFlash2 on a sampled run
 # (the seed's texts, from their one home).
 REFUSED_SAMPLED = REFUSAL_PREFIX + SAMPLED_REASON

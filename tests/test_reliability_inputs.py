@@ -404,7 +404,7 @@ _PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHa
              "draftPolicies": {"mtp": {"mode": "auto", "block": None},
                                "dflash": {"mode": "off", "block": None}},
              "speculation": {"block": 2, "drafter": "mtp", "reason": None},
-             "ignoredKeys": [], "warnings": []}
+             "source": "preview", "ignoredKeys": [], "warnings": []}
 from seed_texts import REFUSAL_PREFIX as REFUSED, SAMPLED_REASON as SAMPLED  # noqa: E402
 
 SPECIFIC_CASES = [

@@ -32,7 +32,7 @@ from .errors import InvalidArgument, JsonArgumentError
 
 __all__ = ["Outcome", "Reconciliation", "read_engine_json", "differences",
            "disagreement_warning", "mirrored_revision", "remember", "forget", "reported",
-           "use_on_change", "options_key", "MAX_REMEMBERED", "MAX_ENGINE_JSON_BYTES"]
+           "use_on_change", "options_key", "clear", "MAX_REMEMBERED", "MAX_ENGINE_JSON_BYTES"]
 
 MAX_REMEMBERED = 256
 # As the options' bound (options.MAX_OPTIONS_BYTES): far above any real
@@ -110,13 +110,12 @@ def _clean_string(value: object) -> bool:
 
 def _members(pairs: list, what: str, wanted: tuple[str, ...]) -> dict:
     """The members of `pairs` named in `wanted`, each at most once."""
-    from .jsontext import show_value
     found: dict = {}
     for key, value in pairs:
         if key in wanted:
             if key in found:
-                raise InvalidArgument(f"engine_json: {what}{show_value(key)} is given more than "
-                                      f"once; {_ACCEPTS}")
+                raise InvalidArgument(f"engine_json: {what}{key} is given more than once; "
+                                      f"{_ACCEPTS}")
             found[key] = value
     return found
 
@@ -140,7 +139,9 @@ def read_engine_json(raw: bytes | str) -> Outcome:
     try:
         value = parse_json_value(text, "engine_json")
     except JsonArgumentError as exc:  # a bad argument of this call, not the open's JSON
-        raise InvalidArgument(f"{exc}; {_ACCEPTS}") from None
+        said = str(exc)
+        raise InvalidArgument(f"{said} ({_FORMS})" if "; accepts " in said
+                              else f"{said}; {_ACCEPTS}") from None
     if not _is_object(value):
         raise _refuse("the whole text", show_value(value), "an object: " + _FORMS)
     # Session info's other keys are the engine's to add to: never read.
@@ -328,3 +329,13 @@ def reported(model_dir: str, key: bytes, options: bytes) -> tuple[Outcome, str] 
             _drop_install(model_dir, key)
             return None
         return entry[1], entry[2]
+
+
+def clear() -> None:
+    """Forget every engine outcome (tests; a host never needs it: an
+    agreement forgets its own pair)."""
+    with _guard:
+        had = bool(_memory)
+        _memory.clear()
+    if had:
+        _changed()
