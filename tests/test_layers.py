@@ -56,7 +56,7 @@ LAYERS = {
     "bundle": 8, "bundle.common": 8, "bundle.elf": 8, "bundle.macho": 8, "bundle.macos": 8,
     "bundle.probe": 8, "bundle.runtime": 8, "bundle.write": 8,
     "cli.common": 8, "cli.report": 8, "cli.parser": 8, "cli.config": 8, "cli.inspect": 8,
-    "cli.decisions": 8, "cli.make_install": 8, "cli.bundle": 8, "cli.store": 8,
+    "cli.decisions": 8, "cli.reconcile": 8, "cli.make_install": 8, "cli.bundle": 8, "cli.store": 8,
 }
 
 

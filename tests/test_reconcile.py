@@ -528,3 +528,49 @@ def test_eight_threads_reconciling_and_planning_give_no_mixed_answer(lib, instal
     # Settled: the last reconcile decides.
     c.reconcile(install, "{}", engine_info)
     assert c.plan(install, "{}") == engine
+
+
+# ---------------------------------------------------------------------------
+# The command line: the same request, --json byte for byte the C ABI's.
+
+CLI_CASES = [c for c in CASES if c[0] in ("agree-on", "differ-reason",
+                                           "engine-failed-preview-opened",
+                                           "preview-refused-engine-opened",
+                                           "decoding-refusal-agrees")]
+
+
+@pytest.mark.parametrize("case_id, options, engine, answer, after", CLI_CASES,
+                         ids=[c[0] for c in CLI_CASES])
+def test_cli_json_is_the_c_abi(lib, install, tmp_path, case_id, options, engine, answer, after):
+    from test_cli import run
+    info = tmp_path / "session.json"
+    info.write_text(engine)
+    r = run("reconcile", install, "--options", options, "--session-info", info, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == answer
+    assert r.stdout == C(lib).reconcile(install, options, engine)[1] + "\n"
+
+
+def test_cli_report(install, tmp_path):
+    from test_cli import run
+    info = tmp_path / "session.json"
+    info.write_text(session_info({"block": 3, "drafter": "mtp", "reason": None}))
+    r = run("reconcile", install, "--session-info", info, whole=(install,))
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout.splitlines() == [
+        f"install     {install}",
+        "options     (none: the open's defaults)",
+        "result      DISAGREES on speculation.block",
+        "preview     speculation on, block 2 with mtp",
+        "engine      speculation on, block 3 with mtp",
+        "mirrors     turbospark-runtime 0.3.0"]
+
+
+def test_error_cli_malformed_session_info(install, tmp_path):
+    from test_cli import run
+    info = tmp_path / "session.json"
+    info.write_text('{"speculation": {"block": 16, "drafter": "mtp", "reason": null}}')
+    r = run("reconcile", install, "--session-info", info)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == ("turbospark-ffi reconcile: engine_json: speculation.block: got 16; "
+                        + BLOCK_ACCEPTS + "\n")
