@@ -574,3 +574,14 @@ def test_error_cli_malformed_session_info(install, tmp_path):
     assert (r.returncode, r.stdout) == (1, "")
     assert r.stderr == ("turbospark-ffi reconcile: engine_json: speculation.block: got 16; "
                         + BLOCK_ACCEPTS + "\n")
+
+
+def test_the_memory_is_bounded_and_forgets_the_oldest_first(install):
+    py = Python()
+    texts = ['{"host": %d}' % k for k in range(reconcile_memory.MAX_REMEMBERED + 1)]
+    preview = py.plan(install, texts[0])
+    for text in texts:
+        py.reconcile(install, text, session_info({"block": 3, "drafter": "mtp", "reason": None}))
+    assert py.plan(install, texts[0]) == preview  # the oldest, dropped for the newest
+    assert json.loads(py.plan(install, texts[1])[1])["source"] == "engine"
+    assert json.loads(py.plan(install, texts[-1])[1])["source"] == "engine"
