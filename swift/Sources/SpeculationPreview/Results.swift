@@ -130,6 +130,10 @@ public struct PlanResult: Codable, Sendable, Hashable {
     public var draftPolicies: DraftPolicies
     /// Whether speculation will run, and if not, why.
     public var speculation: SpeculationPlan
+    /// Whose answer ``speculation`` is: the preview's, or the engine's own
+    /// after ``Tsffi/reconcile(modelDir:optionsJSON:engine:)`` found the
+    /// preview disagreeing with the real open (``warnings`` then says how).
+    public var source: PlanSource
     /// Top-level option keys the engine's open does not read, so ignores, in
     /// the order given (a host passes its whole open-options object; `tsffi`
     /// is never listed).
@@ -145,17 +149,19 @@ public struct PlanResult: Codable, Sendable, Hashable {
     public var modelDir: String?
 
     public init(drafter: DrafterChoice, draftPolicies: DraftPolicies, speculation: SpeculationPlan,
-                ignoredKeys: [String] = [], warnings: [String] = [], modelDir: String? = nil) {
+                source: PlanSource = .preview, ignoredKeys: [String] = [], warnings: [String] = [],
+                modelDir: String? = nil) {
         self.drafter = drafter
         self.draftPolicies = draftPolicies
         self.speculation = speculation
+        self.source = source
         self.ignoredKeys = ignoredKeys
         self.warnings = warnings
         self.modelDir = modelDir
     }
 
     private enum CodingKeys: String, CodingKey {
-        case drafter, draftPolicies, speculation, ignoredKeys, warnings, modelDir
+        case drafter, draftPolicies, speculation, source, ignoredKeys, warnings, modelDir
     }
 
     /// Reads the plan call's object, and an item's plan in a
@@ -166,6 +172,7 @@ public struct PlanResult: Codable, Sendable, Hashable {
         drafter = try container.decode(DrafterChoice.self, forKey: .drafter)
         draftPolicies = try container.decode(DraftPolicies.self, forKey: .draftPolicies)
         speculation = try container.decode(SpeculationPlan.self, forKey: .speculation)
+        source = try container.decodeIfPresent(PlanSource.self, forKey: .source) ?? .preview
         ignoredKeys = try container.decodeIfPresent([String].self, forKey: .ignoredKeys) ?? []
         warnings = try container.decodeIfPresent([String].self, forKey: .warnings) ?? []
         modelDir = try container.decodeIfPresent(String.self, forKey: .modelDir)
@@ -190,6 +197,76 @@ public struct PlanResult: Codable, Sendable, Hashable {
         try container.encode(drafter, forKey: .drafter)
         try container.encode(draftPolicies, forKey: .draftPolicies)
         try container.encode(speculation, forKey: .speculation)
+        try container.encode(source, forKey: .source)
+    }
+}
+
+/// Whose answer a plan's speculation is.
+public enum PlanSource: String, Codable, Sendable, Hashable {
+    /// The library's preview of the engine's decision.
+    case preview
+    /// The engine's own outcome, which a host reported through
+    /// ``Tsffi/reconcile(modelDir:optionsJSON:engine:)`` after the preview
+    /// disagreed with it.
+    case engine
+}
+
+/// What an open decided, or that it failed: one side of a ``Reconciliation``.
+public struct OpenOutcome: Codable, Sendable, Hashable {
+    /// 0 for an open; otherwise the failed open's status (the engine's
+    /// number: 2 for its refusals, 4 for options its decoder refuses).
+    public var status: Int32
+    /// The session's speculation, for an open (`status == 0`); nil otherwise.
+    public var speculation: SpeculationPlan?
+    /// The failed open's message, verbatim; nil for an open.
+    public var message: String?
+
+    public init(status: Int32, speculation: SpeculationPlan? = nil, message: String? = nil) {
+        self.status = status
+        self.speculation = speculation
+        self.message = message
+    }
+
+    /// Whether the open succeeded.
+    public var opened: Bool { status == 0 }
+}
+
+/// The preview held against what the engine's real open reported
+/// (`tsffi_reconcile`).
+public struct Reconciliation: Codable, Sendable, Hashable {
+    /// Whether the two outcomes are the same.
+    public var agrees: Bool
+    /// What ``Tsffi/speculationPlan(modelDir:optionsJSON:)`` previews: its
+    /// speculation, or its refusal where the refusal is the open's own.
+    public var preview: OpenOutcome
+    /// What the engine reported.
+    public var engine: OpenOutcome
+    /// The fields that differ: "status", "message", "speculation.block",
+    /// "speculation.drafter", "speculation.reason"; empty when they agree.
+    public var differences: [String]
+    /// The engine revision the preview mirrors, as build info reports it
+    /// (`"engine"`, `"engineVersion"`).
+    public var revision: [String: String]
+}
+
+/// What the engine reported after `ts_session_open`, as
+/// ``Tsffi/reconcile(modelDir:optionsJSON:engine:)`` sends it.
+public enum EngineReport: Sendable, Hashable {
+    /// `ts_session_info_json`'s text, verbatim (only its "speculation" is read).
+    case sessionInfo(String)
+    /// The open failed: its status and `ts_last_error`'s text.
+    case openFailed(status: Int32, message: String)
+
+    /// The `engine_json` text the library is sent.
+    public func json() -> String {
+        switch self {
+        case .sessionInfo(let text):
+            return text
+        case .openFailed(let status, let message):
+            let quoted = String(decoding: (try? JSONEncoder().encode(message)) ?? Data("\"\"".utf8),
+                                as: UTF8.self)
+            return #"{"status": \#(status), "message": \#(quoted)}"#
+        }
     }
 }
 
