@@ -249,27 +249,6 @@ public struct Reconciliation: Codable, Sendable, Hashable {
     public var revision: [String: String]
 }
 
-/// What the engine reported after `ts_session_open`, as
-/// ``Tsffi/reconcile(modelDir:optionsJSON:engine:)`` sends it.
-public enum EngineReport: Sendable, Hashable {
-    /// `ts_session_info_json`'s text, verbatim (only its "speculation" is read).
-    case sessionInfo(String)
-    /// The open failed: its status and `ts_last_error`'s text.
-    case openFailed(status: Int32, message: String)
-
-    /// The `engine_json` text the library is sent.
-    public func json() -> String {
-        switch self {
-        case .sessionInfo(let text):
-            return text
-        case .openFailed(let status, let message):
-            let quoted = String(decoding: (try? JSONEncoder().encode(message)) ?? Data("\"\"".utf8),
-                                as: UTF8.self)
-            return #"{"status": \#(status), "message": \#(quoted)}"#
-        }
-    }
-}
-
 /// What an install's files say (`tsffi_install_info_json`), so a GUI can show
 /// why an answer is "unknown". Keys the library adds later are ignored; keys
 /// that are missing decode as nil.

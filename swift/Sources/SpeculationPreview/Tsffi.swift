@@ -347,3 +347,23 @@ public enum Tsffi {
     }
 }
 
+/// What the engine reported after `ts_session_open`, as
+/// ``Tsffi/reconcile(modelDir:optionsJSON:engine:)`` sends it.
+public enum EngineReport: Sendable, Hashable {
+    /// `ts_session_info_json`'s text, verbatim (only its "speculation" is read).
+    case sessionInfo(String)
+    /// The open failed: its status and `ts_last_error`'s text.
+    case openFailed(status: Int32, message: String)
+
+    /// The `engine_json` text the library is sent.
+    public func json() -> String {
+        switch self {
+        case .sessionInfo(let text):
+            return text
+        case .openFailed(let status, let message):
+            let quoted = String(decoding: (try? JSONEncoder().encode(message)) ?? Data("\"\"".utf8),
+                                as: UTF8.self)
+            return #"{"status": \#(status), "message": \#(quoted)}"#
+        }
+    }
+}
