@@ -22,6 +22,7 @@ from turbospark_ffi.blockers import Blocker
 from turbospark_ffi.expert_layout import ExpertLayout
 from turbospark_ffi.options import ABSENT, Options
 from turbospark_ffi.plan import PlanResult, SpeculationChoice, SpeculationChoices
+from turbospark_ffi.reconcile_memory import Outcome, Reconciliation
 from turbospark_ffi.policy import (DflashDraftPolicy, DraftPolicies, DrafterChoice,
                                    MtpDraftPolicy, Speculation, SpeculationDisabled,
                                    SpeculationEnabled, SpeculativeDrafter)
@@ -72,7 +73,23 @@ DISTINCT = {
                  PlanResult(CHOICE, POLICIES, SpeculationEnabled(3)),
                  PlanResult(CHOICE, POLICIES, SpeculationDisabled("why")),
                  PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), ("contextLength",)),
-                 PlanResult(CHOICE, POLICIES, SpeculationDisabled("why"), (), None, "moe")],
+                 PlanResult(CHOICE, POLICIES, SpeculationDisabled("why"), (), None, "moe"),
+                 PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), source="engine")],
+    Outcome: [Outcome.opened(2, "mtp", None), Outcome.opened(3, "mtp", None),
+              Outcome.opened(2, "dflash", None), Outcome.opened(None, None, "why"),
+              Outcome.opened(None, None, None), Outcome.failed(2, "why"),
+              Outcome.failed(4, "why"), Outcome.failed(2, "another")],
+    Reconciliation: [
+        Reconciliation(Outcome.opened(2, "mtp", None), Outcome.opened(2, "mtp", None), (),
+                       {"engine": "turbospark-runtime", "engineVersion": "0.3.0"}),
+        Reconciliation(Outcome.opened(2, "mtp", None), Outcome.opened(3, "mtp", None),
+                       ("speculation.block",),
+                       {"engine": "turbospark-runtime", "engineVersion": "0.3.0"}),
+        Reconciliation(Outcome.opened(3, "mtp", None), Outcome.opened(2, "mtp", None),
+                       ("speculation.block",),
+                       {"engine": "turbospark-runtime", "engineVersion": "0.3.0"}),
+        Reconciliation(Outcome.opened(2, "mtp", None), Outcome.opened(2, "mtp", None), (),
+                       {"engine": "turbospark-runtime", "engineVersion": "0.4.0"})],
     Blocker: [Blocker("moe", "why"), Blocker("engine", "why"), Blocker("moe", "another")],
     SpeculationChoice: [SpeculationChoice(S.AUTO, D.AUTO, None, "refused", False),
                         SpeculationChoice(S.OFF, D.AUTO, None, "refused", False),

@@ -73,14 +73,14 @@ class Outcome(Value):
 class Reconciliation(Value):
     """What `tsffi_reconcile` answers: whether the two outcomes agree, both
     of them, the fields that differ, and the engine revision the preview
-    mirrors."""
+    mirrors (held as its (key, value) pairs, in order: a value is hashable)."""
 
     __slots__ = ("agrees", "preview", "engine", "differences", "revision")
 
     def __init__(self, preview: Outcome, engine: Outcome, found: tuple[str, ...],
                  revision: dict) -> None:
         self._init(agrees=not found, preview=preview, engine=engine, differences=found,
-                   revision=revision)
+                   revision=tuple(revision.items()))
 
 
 def mirrored_revision() -> dict:

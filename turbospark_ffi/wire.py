@@ -383,7 +383,7 @@ def reconcile_text(result: Reconciliation) -> str:
     from .jsontext import dumps
     return _RECONCILE % (_FLAG[result.agrees], outcome_text(result.preview),
                          outcome_text(result.engine), _strings(result.differences),
-                         dumps(result.revision))
+                         dumps(dict(result.revision)))
 
 
 def reconcile_to_dict(result: Reconciliation) -> dict:
