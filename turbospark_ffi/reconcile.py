@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import JsonArgumentError, OptionRefused, SpeculationRefused
+from .errors import JsonArgumentError, SpeculationRefused, TurbosparkError
 from .options import Options
 from .plan import request
 from .reconcile_memory import (Outcome, Reconciliation, differences, disagreement_warning,
@@ -24,16 +24,26 @@ from .reconcile_memory import (Outcome, Reconciliation, differences, disagreemen
 __all__ = ["reconcile", "reconcile_json", "reconcile_dict"]
 
 
+# The statuses of the open's own refusals: 2 (TS_ERR_OPEN: its option
+# mapping, the install, a block that cannot be served) and 4 (its options
+# decoder). Any other status of the preview is this call's own error.
+_OPEN_STATUSES = (SpeculationRefused.status, JsonArgumentError.status)
+
+
 def _preview(model_dir, options) -> tuple[Outcome, object]:
     """The preview's outcome, and the request it was made from (None when
     the options were refused before any install was read)."""
     try:
         req = request(model_dir, options)
-    except (JsonArgumentError, OptionRefused) as exc:
+    except TurbosparkError as exc:
+        if exc.status not in _OPEN_STATUSES:
+            raise
         return Outcome.failed(exc.status, str(exc)), None
     try:
         result = req.preview()
-    except SpeculationRefused as exc:
+    except TurbosparkError as exc:
+        if exc.status not in _OPEN_STATUSES:
+            raise
         return Outcome.failed(exc.status, str(exc)), req
     speculation = result.speculation
     if speculation.enabled:
