@@ -585,3 +585,13 @@ def test_the_memory_is_bounded_and_forgets_the_oldest_first(install):
     assert py.plan(install, texts[0]) == preview  # the oldest, dropped for the newest
     assert json.loads(py.plan(install, texts[1])[1])["source"] == "engine"
     assert json.loads(py.plan(install, texts[-1])[1])["source"] == "engine"
+
+
+def test_error_an_options_value_has_no_text_to_remember(install):
+    from turbospark_ffi import InvalidArgument
+    from turbospark_ffi.options import Options
+    from turbospark_ffi.reconcile import reconcile
+    with pytest.raises(InvalidArgument) as refused:
+        reconcile(str(install), Options(), session_info(ON2))
+    assert str(refused.value) == ("options: got an Options value; accepts the options text the "
+                                  "engine's open was given (str or bytes), or None")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import JsonArgumentError, SpeculationRefused, TurbosparkError
+from .errors import InvalidArgument, JsonArgumentError, SpeculationRefused, TurbosparkError
 from .options import Options
 from .plan import request
 from .reconcile_memory import (Outcome, Reconciliation, differences, disagreement_warning,
@@ -61,8 +61,9 @@ def reconcile(model_dir: str | bytes | os.PathLike, options: str | bytes | None,
     from .model_names import check_model_dir
     check_model_dir(model_dir)
     if isinstance(options, Options):
-        raise TypeError("options: reconcile compares the options TEXT the host gave the "
-                        "engine's open; pass that text, not an Options value")
+        # The memory is keyed by the text the open was given; a value has none.
+        raise InvalidArgument("options: got an Options value; accepts the options text the "
+                              "engine's open was given (str or bytes), or None")
     engine = read_engine_json(engine_json)
     preview, req = _preview(model_dir, options)
     found = differences(preview, engine)
