@@ -422,7 +422,8 @@ TSFFI_API int32_t tsffi_store_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json)
  * block null or an integer in 1..=15, drafter null, "mtp" or "dflash" and
  * non-null exactly when block is, reason null or a string), or, for an open
  * that failed, {"status": n, "message": "..."} with the open's nonzero status
- * and ts_last_error's text.
+ * and ts_last_error's text. The reason and the message are kept verbatim, at
+ * most 65,536 characters each (this library's bound).
  *
  * model_dir: as tsffi_speculation_plan (MODEL NAMES above).
  * options_json: as tsffi_speculation_plan (OPTIONS above).

@@ -370,8 +370,10 @@ FORMS = ("ts_session_info_json's text (an object whose \"speculation\" is {\"blo
 BLOCK_ACCEPTS = "accepts null (speculation off) or an integer in 1..=15"
 STATUS_ACCEPTS = ("accepts the failed open's status, an integer in 1..=2147483647 (a successful "
                   "open is reported by ts_session_info_json's text)")
-MESSAGE_ACCEPTS = ("accepts ts_last_error's text after the failed open (a string without NUL "
-                   "or lone surrogate)")
+MESSAGE_ACCEPTS = ("accepts ts_last_error's text after the failed open (a string of at most "
+                   "65536 characters, without NUL or lone surrogate)")
+REASON_ACCEPTS = ("accepts null or a string of at most 65536 characters (without a lone "
+                  "surrogate)")
 DRAFTER_WITH = ("accepts a drafter exactly when block is not null, as the engine reports it")
 
 
@@ -416,12 +418,12 @@ MALFORMED = [
     ("drafter-without-block", spec(block=None, drafter="mtp", reason=None),
      'engine_json: speculation.drafter: got "mtp" with block null; ' + DRAFTER_WITH),
     ("reason-number", spec(block=None, drafter=None, reason=7),
-     "engine_json: speculation.reason: got 7; accepts null or a string (without a lone "
-     "surrogate)"),
+     "engine_json: speculation.reason: got 7; " + REASON_ACCEPTS),
     ("reason-lone-surrogate", b'{"speculation": {"block": null, "drafter": null, '
                               b'"reason": "\\ud800"}}',
-     'engine_json: speculation.reason: got "\\ud800"; accepts null or a string (without a lone '
-     "surrogate)"),
+     'engine_json: speculation.reason: got "\\ud800"; ' + REASON_ACCEPTS),
+    ("reason-past-the-bound", spec(block=None, drafter=None, reason="r" * 65537),
+     "engine_json: speculation.reason: got a string of 65537 characters; " + REASON_ACCEPTS),
     ("block-twice", b'{"speculation": {"block": 2, "block": 3, "drafter": "mtp", '
                     b'"reason": null}}',
      "engine_json: speculation.block is given more than once; accepts " + FORMS),
@@ -441,6 +443,8 @@ MALFORMED = [
      + MESSAGE_ACCEPTS),
     ("message-with-nul", b'{"status": 2, "message": "a\\u0000b"}',
      'engine_json: message: got "a\\u0000b"; ' + MESSAGE_ACCEPTS),
+    ("message-past-the-bound", json.dumps({"status": 2, "message": "m" * 65537}).encode(),
+     "engine_json: message: got a string of 65537 characters; " + MESSAGE_ACCEPTS),
     ("failed-open-extra-key", b'{"status": 2, "message": "x", "detail": 1}',
      'engine_json: a failed open\'s object: got the key "detail"; accepts exactly "status" and '
      '"message" (or ts_session_info_json\'s text, which holds "speculation")'),
@@ -595,3 +599,16 @@ def test_error_an_options_value_has_no_text_to_remember(install):
         reconcile(str(install), Options(), session_info(ON2))
     assert str(refused.value) == ("options: got an Options value; accepts the options text the "
                                   "engine's open was given (str or bytes), or None")
+
+
+def test_a_warning_quotes_at_most_300_characters_of_each_side(install):
+    """The whole texts are in the reconcile result; the plan's warning says
+    how they differ, so a 16 MiB engineBlocker is not remembered 256 times."""
+    py = Python()
+    long_reason = "x" * 299 + "yz"
+    options = json.dumps({"tsffi": {"engineBlocker": long_reason}})
+    py.reconcile(install, options, session_info({"block": None, "drafter": None,
+                                                 "reason": "short"}))
+    assert json.loads(py.plan(install, options)[1])["warnings"] == [
+        PREFIX + 'speculation.reason (the preview: "' + "x" * 299 + 'y..."; the engine: '
+                 '"short")']

@@ -35,6 +35,13 @@ __all__ = ["Outcome", "Reconciliation", "read_engine_json", "differences",
            "use_on_change", "options_key", "clear", "MAX_REMEMBERED", "MAX_ENGINE_JSON_BYTES"]
 
 MAX_REMEMBERED = 256
+# The engine's reason or message is remembered verbatim, 256 times at most:
+# bounded far above any real one (the engine's longest texts are ~600
+# characters), so the memory is too.
+MAX_ENGINE_TEXT = 65536
+# What a warning quotes of each side's text: the whole texts are in the
+# reconcile result; the warning says how they differ.
+_QUOTED = 300
 # As the options' bound (options.MAX_OPTIONS_BYTES): far above any real
 # session info, refused before any of it is decoded.
 MAX_ENGINE_JSON_BYTES = 16 * 1024 * 1024
@@ -98,8 +105,9 @@ def _refuse(what: str, got: str, accepts: str) -> InvalidArgument:
 
 
 def _clean_string(value: object) -> bool:
-    """A string that UTF-8 can carry (no lone surrogate), so the answer can."""
-    if not isinstance(value, str):
+    """A string that UTF-8 can carry (no lone surrogate), so the answer can,
+    within MAX_ENGINE_TEXT characters."""
+    if not isinstance(value, str) or len(value) > MAX_ENGINE_TEXT:
         return False
     try:
         value.encode("utf-8")
@@ -153,6 +161,13 @@ def read_engine_json(raw: bytes | str) -> Outcome:
                   _FORMS)
 
 
+def _shown(value: object) -> str:
+    from .jsontext import show_value
+    if isinstance(value, str) and len(value) > MAX_ENGINE_TEXT:
+        return "a string of %d characters" % len(value)
+    return show_value(value)
+
+
 def _session_info(speculation: object) -> Outcome:
     from .jsontext import show_value
     if not _is_object(speculation):
@@ -177,8 +192,8 @@ def _session_info(speculation: object) -> Outcome:
                       + show_value(block), "a drafter exactly when block is not null, as the "
                       "engine reports it")
     if reason is not None and not _clean_string(reason):
-        raise _refuse("speculation.reason", show_value(reason),
-                      "null or a string (without a lone surrogate)")
+        raise _refuse("speculation.reason", _shown(reason),
+                      "null or a string of at most 65536 characters (without a lone surrogate)")
     return Outcome.opened(block, drafter, reason)
 
 
@@ -198,9 +213,9 @@ def _failed_open(pairs: list, top: dict) -> Outcome:
         raise _refuse("a failed open's object", "no \"message\"",
                       "\"message\": ts_last_error's text after the failed open")
     if not _clean_string(message) or "\0" in message:
-        raise _refuse("message", show_value(message),
-                      "ts_last_error's text after the failed open (a string without NUL or "
-                      "lone surrogate)")
+        raise _refuse("message", _shown(message),
+                      "ts_last_error's text after the failed open (a string of at most 65536 "
+                      "characters, without NUL or lone surrogate)")
     return Outcome.failed(status, message)
 
 
@@ -227,7 +242,9 @@ def differences(preview: Outcome, engine: Outcome) -> tuple[str, ...]:
 def _said(value: object) -> str:
     if value is None:
         return "null"
-    return '"%s"' % value if isinstance(value, str) else "%d" % value
+    if not isinstance(value, str):
+        return "%d" % value
+    return '"%s"' % value if len(value) <= _QUOTED else '"%s..."' % value[:_QUOTED]
 
 
 def _summary(outcome: Outcome) -> str:
@@ -259,8 +276,8 @@ def disagreement_warning(preview: Outcome, engine: Outcome, found: tuple[str, ..
 # ---------------------------------------------------------------------------
 # The memory
 
-# (model_dir, options text) -> (the install's key, the engine's Outcome, the
-# warning), oldest first. Every compound step is under _guard: eight host
+# (model_dir, the options text's digest) -> (the install's key, the engine's
+# Outcome, the warning), oldest first: a digest, since a text may be 16 MiB. Every compound step is under _guard: eight host
 # threads may reconcile and plan at once.
 _memory: dict = {}
 _guard = _thread.allocate_lock()
@@ -287,6 +304,11 @@ def options_key(options: bytes | str | None) -> bytes:
     return options.encode("utf-8", "surrogatepass") if isinstance(options, str) else options
 
 
+def _digest(options: bytes) -> bytes:
+    from hashlib import sha256
+    return sha256(options).digest()
+
+
 def _drop_install(model_dir: str, key: bytes) -> None:
     """Forget what was remembered of `model_dir` under other files than `key`."""
     for entry in [k for k, v in _memory.items() if k[0] == model_dir and v[0] != key]:
@@ -297,6 +319,7 @@ def remember(model_dir: str, key: bytes, options: bytes, engine: Outcome, warnin
     """After a disagreement: plans of this install (as `key` identifies its
     files) with this options text answer `engine`, with `warning`."""
     entry = (key, engine, warning)
+    options = _digest(options)
     with _guard:
         changed = _memory.get((model_dir, options)) != entry
         _drop_install(model_dir, key)
@@ -310,6 +333,7 @@ def remember(model_dir: str, key: bytes, options: bytes, engine: Outcome, warnin
 
 def forget(model_dir: str, options: bytes) -> None:
     """After an agreement: plans of the pair are the preview's again."""
+    options = _digest(options)
     with _guard:
         removed = _memory.pop((model_dir, options), None)
     if removed is not None:
@@ -321,6 +345,7 @@ def reported(model_dir: str, key: bytes, options: bytes) -> tuple[Outcome, str] 
     the install's files are still `key`; None otherwise."""
     if not _memory:  # the common case: nothing ever disagreed
         return None
+    options = _digest(options)
     with _guard:
         entry = _memory.get((model_dir, options))
         if entry is None:
