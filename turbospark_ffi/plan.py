@@ -119,8 +119,8 @@ def engine_plan(snap: InstallSnapshot, options: Options, engine: Outcome,
     speculation = SpeculationDisabled(engine.reason) if engine.block is None \
         else SpeculationEnabled(engine.block)
     return PlanResult(choice, draft_policies(choice, options.speculation), speculation,
-                      options.ignored_keys, snap.model_dir, None,
-                      (*options.warnings, warning), "engine")
+                      options.ignored_keys, snap.model_dir, reason_code=None,
+                      warnings=(*options.warnings, warning), source="engine")
 
 
 class SpeculationChoice(Value):
