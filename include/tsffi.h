@@ -446,11 +446,11 @@ TSFFI_API int32_t tsffi_store_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json)
  * After a disagreement, the library remembers the engine's outcome for this
  * install (what stat() shows of its files, as the warm path compares them)
  * and this options_json text, for the life of the process (at most 256
- * pairs; the oldest is forgotten first): a later tsffi_speculation_plan of
- * the same model_dir and text answers the engine's speculation with
- * "source": "engine" and a warning saying how the preview disagreed, or,
- * when the engine's open failed, refuses with the engine's status and
- * message. An agreement forgets the pair; a change to the install's files
+ * pairs and 16 MiB of options text; the oldest is forgotten first): a later
+ * tsffi_speculation_plan of the same model_dir and text answers the
+ * engine's speculation with "source": "engine" and a warning saying how the
+ * preview disagreed, or, when the engine's open failed, refuses with the
+ * engine's status and message. An agreement forgets the pair; a change to the install's files
  * forgets the install. tsffi_speculation_choices stays the preview. Across
  * launches, pass the engine's reason back as "tsffi"."engineBlocker".
  * Returns TSFFI_OK (whether or not they agree); TSFFI_ERR_INVALID_ARGUMENT

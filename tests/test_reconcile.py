@@ -612,3 +612,14 @@ def test_a_warning_quotes_at_most_300_characters_of_each_side(install):
     assert json.loads(py.plan(install, options)[1])["warnings"] == [
         PREFIX + 'speculation.reason (the preview: "' + "x" * 299 + 'y..."; the engine: '
                  '"short")']
+
+
+def test_the_memory_is_bounded_in_bytes_of_options_text(install, monkeypatch):
+    py = Python()
+    first, second = '{"host": "%s"}' % ("a" * 40), '{"host": "%s"}' % ("b" * 40)
+    monkeypatch.setattr(reconcile_memory, "MAX_REMEMBERED_BYTES", len(first) + len(second) - 1)
+    preview = py.plan(install, first)
+    for text in (first, second):
+        py.reconcile(install, text, session_info({"block": 3, "drafter": "mtp", "reason": None}))
+    assert py.plan(install, first) == preview  # made room for the second
+    assert json.loads(py.plan(install, second)[1])["source"] == "engine"

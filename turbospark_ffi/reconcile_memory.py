@@ -17,9 +17,10 @@ host sent it -- the text, not the parsed options: the engine reads keys this
 library does not model (visionSidecar arms a blocker), so two texts that
 preview alike may open differently. When the files change, the key no longer
 matches and the install's entries are dropped. Bounded: the oldest entry
-goes past MAX_REMEMBERED. Held for the life of the process only: a host
-that wants it across launches passes the engine's reason back as
-`tsffi.engineBlocker`.
+goes past MAX_REMEMBERED pairs or MAX_REMEMBERED_BYTES of options texts
+(and each remembered reason or message is at most MAX_ENGINE_TEXT). Held for
+the life of the process only: a host that wants it across launches passes
+the engine's reason back as `tsffi.engineBlocker`.
 """
 
 from __future__ import annotations
@@ -32,9 +33,13 @@ from .errors import InvalidArgument, JsonArgumentError
 
 __all__ = ["Outcome", "Reconciliation", "read_engine_json", "differences",
            "disagreement_warning", "mirrored_revision", "remember", "forget", "reported",
-           "use_on_change", "options_key", "clear", "MAX_REMEMBERED", "MAX_ENGINE_JSON_BYTES"]
+           "use_on_change", "options_key", "clear", "MAX_REMEMBERED", "MAX_REMEMBERED_BYTES",
+           "MAX_ENGINE_TEXT", "MAX_ENGINE_JSON_BYTES"]
 
 MAX_REMEMBERED = 256
+# And at most this many bytes of options texts (one may be 16 MiB): the
+# oldest go first to make room.
+MAX_REMEMBERED_BYTES = 16 * 1024 * 1024
 # The engine's reason or message is remembered verbatim, 256 times at most:
 # bounded far above any real one (the engine's longest texts are ~600
 # characters), so the memory is too.
@@ -276,10 +281,11 @@ def disagreement_warning(preview: Outcome, engine: Outcome, found: tuple[str, ..
 # ---------------------------------------------------------------------------
 # The memory
 
-# (model_dir, the options text's digest) -> (the install's key, the engine's
-# Outcome, the warning), oldest first: a digest, since a text may be 16 MiB. Every compound step is under _guard: eight host
-# threads may reconcile and plan at once.
+# (model_dir, options text) -> (the install's key, the engine's Outcome, the
+# warning), oldest first; _held counts the texts' bytes. Every compound step
+# is under _guard: eight host threads may reconcile and plan at once.
 _memory: dict = {}
+_held = 0
 _guard = _thread.allocate_lock()
 _on_change = None
 
@@ -304,39 +310,44 @@ def options_key(options: bytes | str | None) -> bytes:
     return options.encode("utf-8", "surrogatepass") if isinstance(options, str) else options
 
 
-def _digest(options: bytes) -> bytes:
-    from hashlib import sha256
-    return sha256(options).digest()
+def _drop(pair: tuple) -> None:
+    global _held
+    del _memory[pair]
+    _held -= len(pair[1])
 
 
 def _drop_install(model_dir: str, key: bytes) -> None:
     """Forget what was remembered of `model_dir` under other files than `key`."""
-    for entry in [k for k, v in _memory.items() if k[0] == model_dir and v[0] != key]:
-        del _memory[entry]
+    for pair in [p for p, v in _memory.items() if p[0] == model_dir and v[0] != key]:
+        _drop(pair)
 
 
 def remember(model_dir: str, key: bytes, options: bytes, engine: Outcome, warning: str) -> None:
     """After a disagreement: plans of this install (as `key` identifies its
     files) with this options text answer `engine`, with `warning`."""
-    entry = (key, engine, warning)
-    options = _digest(options)
+    global _held
+    pair, entry = (model_dir, options), (key, engine, warning)
     with _guard:
-        changed = _memory.get((model_dir, options)) != entry
+        changed = _memory.get(pair) != entry
         _drop_install(model_dir, key)
-        _memory.pop((model_dir, options), None)
-        while len(_memory) >= MAX_REMEMBERED:
-            del _memory[next(iter(_memory))]
-        _memory[(model_dir, options)] = entry
+        if pair in _memory:
+            _drop(pair)
+        while _memory and (len(_memory) >= MAX_REMEMBERED
+                           or _held + len(options) > MAX_REMEMBERED_BYTES):
+            _drop(next(iter(_memory)))
+        _memory[pair] = entry
+        _held += len(options)
     if changed:
         _changed()
 
 
 def forget(model_dir: str, options: bytes) -> None:
     """After an agreement: plans of the pair are the preview's again."""
-    options = _digest(options)
     with _guard:
-        removed = _memory.pop((model_dir, options), None)
-    if removed is not None:
+        had = (model_dir, options) in _memory
+        if had:
+            _drop((model_dir, options))
+    if had:
         _changed()
 
 
@@ -345,7 +356,6 @@ def reported(model_dir: str, key: bytes, options: bytes) -> tuple[Outcome, str] 
     the install's files are still `key`; None otherwise."""
     if not _memory:  # the common case: nothing ever disagreed
         return None
-    options = _digest(options)
     with _guard:
         entry = _memory.get((model_dir, options))
         if entry is None:
@@ -359,8 +369,10 @@ def reported(model_dir: str, key: bytes, options: bytes) -> tuple[Outcome, str] 
 def clear() -> None:
     """Forget every engine outcome (tests; a host never needs it: an
     agreement forgets its own pair)."""
+    global _held
     with _guard:
         had = bool(_memory)
         _memory.clear()
+        _held = 0
     if had:
         _changed()
