@@ -65,14 +65,18 @@ INTERNAL_CDEF = """
 #define TSFFI__FN_INSTALL_INFO 5
 #define TSFFI__FN_SPECULATION_CHOICES 6
 #define TSFFI__FN_STORE 7
+#define TSFFI__FN_RECONCILE 8
 static void tsffi_set_error(const char *msg, size_t n);
 static int32_t tsffi_emit(char **out, const char *data, size_t n);
 static const char *tsffi_getenv(const char *name);
 struct tsffi_file_key { int64_t ok, dev, ino, size, mtime_ns, ctime_ns, mode; };
 #define TSFFI_INSTALL_FILES 3
 static void tsffi_install_keys(const char *model_dir, struct tsffi_file_key keys[3]);
+static uint64_t tsffi_cache_epoch_now(void);
+static void tsffi_cache_new_epoch(void);
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
-                            const struct tsffi_file_key *keys, const char *result, size_t len);
+                            const struct tsffi_file_key *keys, uint64_t epoch,
+                            const char *result, size_t len);
 static const char *tsffi_get_library_path(void);
 static const char *tsffi_get_package_parent(void);
 static int tsffi_get_owns_interpreter(void);
@@ -85,7 +89,8 @@ static int tsffi_index_scan(const char *head, const char *tail, uint64_t tail_le
                           uint64_t count, uint64_t index_size, uint64_t resident_end,
                           const char *queries, char *joined, uint64_t joined_cap,
                           int64_t *facts);
-extern "Python" int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, char **out);
+extern "Python" int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, const char *c,
+                                     char **out);
 extern "Python" int32_t tsffi_py_init_status(char *buf, size_t cap);
 """
 
@@ -111,13 +116,13 @@ def _tsffi_boot():
         return None
 
     @ffi.def_extern(error=lib.TSFFI_ERR_INTERNAL, onerror=on_error)
-    def tsffi_py_call(fn, a, b, out):
+    def tsffi_py_call(fn, a, b, c, out):
         abi = state["abi"]
         if abi is None:
             data = state["error"].encode("utf-8", "backslashreplace")
             lib.tsffi_set_error(data, len(data))
             return lib.TSFFI_ERR_RUNTIME
-        return abi.dispatch(fn, a, b, out)
+        return abi.dispatch(fn, a, b, c, out)
 
     @ffi.def_extern(error=lib.TSFFI_ERR_RUNTIME, onerror=on_error)
     def tsffi_py_init_status(buf, cap):

@@ -167,7 +167,9 @@ extern "C" {
  * dtypes 4, 15 and 16 covered); the options are 0a45c54's 18 keys; the plan
  * and each choices item gain "turn"; "tsffi"."temperature" is the turn's
  * (the session no longer depends on it) and "tsffi"."lowPowerMode" is new;
- * build info gains "engineRevisions". The migration: docs/CHANGELOG.md. */
+ * build info gains "engineRevisions"; tsffi_reconcile is new (the preview
+ * checked against the real open, and the engine's words after a
+ * disagreement: the plan gains "source"). The migration: docs/CHANGELOG.md. */
 #define TSFFI_ABI_VERSION 4u
 
 /* Status codes. Stable: never renumbered; new codes are only appended. Where
@@ -332,6 +334,11 @@ TSFFI_API int32_t tsffi_resolve_speculation(const char *TSFFI_NULLABLE options_j
  *    "ignoredKeys": [string, ...], the top-level keys the open ignores,
  *    "warnings": [string, ...], a hint per near-miss or moved key,
  *    "modelDir": the directory read, an absolute path}
+ *   with "source": "preview" after "turn", or "engine" when
+ *   tsffi_reconcile remembered the engine's own outcome for this install
+ *   and options text (its "speculation" is then the engine's, its "turn"
+ *   follows that session, and a failed open is refused with the engine's
+ *   status and message, whatever number the engine gave it).
  * Returns TSFFI_OK; TSFFI_ERR_REFUSED (the open fails: an option its mapping
  * refuses, an install it refuses, a drafter it cannot build, or a named
  * block in 1..=15 that cannot be served; the last error is the open's
@@ -453,6 +460,58 @@ TSFFI_API int32_t tsffi_install_info_json(const char *TSFFI_NONNULL model_dir,
  * "reason" says why); TSFFI_ERR_INVALID_ARGUMENT if out_json is NULL;
  * TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
 TSFFI_API int32_t tsffi_store_json(char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
+
+/* Compare the preview with what the engine's real open reported for the same
+ * model_dir and options, and answer in the engine's words after they
+ * disagree.
+ *
+ * A host calls this right after ts_session_open with the very model_dir and
+ * options_json it opened with. engine_json is what the engine reported:
+ * ts_session_info_json's text, verbatim (an object of many keys; only its
+ * "speculation": {"block", "drafter", "reason"} is read, and it must be there:
+ * block null or an integer in 1..=15, drafter null, "mtp" or "dflash" and
+ * non-null exactly when block is, reason null or a string), or, for an open
+ * that failed, {"status": n, "message": "..."} with the open's nonzero status
+ * and ts_last_error's text. The reason and the message are kept verbatim, at
+ * most 65,536 characters each (this library's bound).
+ *
+ * model_dir: as tsffi_speculation_plan (MODEL NAMES above).
+ * options_json: as tsffi_speculation_plan (OPTIONS above).
+ * engine_json: as above; at most 16 MiB.
+ * On TSFFI_OK, *out_json is
+ *   {"agrees": bool,
+ *    "preview": OUTCOME, "engine": OUTCOME,
+ *    "differences": [string, ...],
+ *    "revision": {"engine": "turbospark-runtime", "engineVersion": "0.3.0"}}
+ *   where OUTCOME is {"status": 0, "speculation": {"block", "drafter",
+ *   "reason"}} for an open, or {"status": n, "message": string} for a failed
+ *   one. "preview" is exactly what tsffi_speculation_plan answers for the
+ *   same arguments, without any remembered outcome: its "speculation", or
+ *   its refusal where that is the open's own (TSFFI_ERR_REFUSED, and
+ *   TSFFI_ERR_JSON for options the open's decoder refuses). "differences"
+ *   names each field that differs ("status"; "message" when both failed;
+ *   "speculation.block", "speculation.drafter", "speculation.reason"), empty
+ *   exactly when "agrees". "revision" is the engine revision the preview
+ *   mirrors, as tsffi_build_info_json reports it.
+ * After a disagreement, the library remembers the engine's outcome for this
+ * install (what stat() shows of its files, as the warm path compares them)
+ * and this options_json text, for the life of the process (at most 256
+ * pairs and 16 MiB of options text; the oldest is forgotten first): a later
+ * tsffi_speculation_plan of the same model_dir and text answers the
+ * engine's speculation with "source": "engine" and a warning saying how the
+ * preview disagreed, or, when the engine's open failed, refuses with the
+ * engine's status and message. An agreement forgets the pair; a change to the install's files
+ * forgets the install. tsffi_speculation_choices stays the preview. Across
+ * launches, pass the engine's reason back as "tsffi"."engineBlocker".
+ * Returns TSFFI_OK (whether or not they agree); TSFFI_ERR_INVALID_ARGUMENT
+ * (NULL model_dir, engine_json or out_json, an empty or non-UTF-8 model_dir,
+ * non-UTF-8 options, a bad "tsffi" object, a malformed engine_json: the
+ * message names what was wrong, what it got and what it accepts);
+ * TSFFI_ERR_RUNTIME; or TSFFI_ERR_INTERNAL. */
+TSFFI_API int32_t tsffi_reconcile(const char *TSFFI_NONNULL model_dir,
+                                  const char *TSFFI_NULLABLE options_json,
+                                  const char *TSFFI_NONNULL engine_json,
+                                  char *TSFFI_NULLABLE *TSFFI_NONNULL out_json);
 
 #if defined(__clang__)
 #pragma clang diagnostic pop

@@ -43,9 +43,10 @@
 #define TSFFI__FN_INSTALL_INFO        5
 #define TSFFI__FN_SPECULATION_CHOICES 6
 #define TSFFI__FN_STORE               7
+#define TSFFI__FN_RECONCILE           8
 
 /* extern "Python" functions, defined by cffi from the cdef; forward. */
-static int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, char **out);
+static int32_t tsffi_py_call(int32_t fn, const char *a, const char *b, const char *c, char **out);
 static int32_t tsffi_py_init_status(char *buf, size_t cap);
 
 /* ------------------------------------------------------------------------
@@ -167,7 +168,14 @@ static int32_t tsffi_emit(char **out, const char *data, size_t n) {
  * Python, which re-reads. Python only offers answers from snapshots it
  * trusts (files older than its racy window), so a rewrite within one clock
  * tick of a read can never be served from here. Bounded: TSFFI_CACHE_SLOTS
- * entries, replaced in turn. */
+ * entries, replaced in turn.
+ *
+ * One more input can change a plan without touching the files: an engine's
+ * outcome that tsffi_reconcile remembered (reconcile.py). When that memory
+ * changes, Python starts a new epoch, which drops every entry; an answer is
+ * stored only under the epoch Python read BEFORE it computed the answer, so
+ * a preview computed just before a reconcile can never be stored after it
+ * and then served in the engine's place. */
 
 #define TSFFI_CACHE_SLOTS   64
 #define TSFFI_CACHE_MAX_ARG 4096
@@ -196,6 +204,7 @@ struct tsffi_cached {
 
 static struct tsffi_cached tsffi_cache[TSFFI_CACHE_SLOTS];
 static unsigned tsffi_cache_next = 0;
+static uint64_t tsffi_cache_epoch = 0; /* under tsffi_cache_lock */
 static pthread_rwlock_t tsffi_cache_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 static void tsffi_file_key_of(const char *dir, const char *leaf, struct tsffi_file_key *k) {
@@ -294,10 +303,39 @@ static char *tsffi_strdup(const char *s) {
     return copy;
 }
 
+/* Called by Python: the epoch an answer must be computed in to be stored. */
+static uint64_t tsffi_cache_epoch_now(void) {
+    uint64_t epoch;
+    pthread_rwlock_rdlock(&tsffi_cache_lock);
+    epoch = tsffi_cache_epoch;
+    pthread_rwlock_unlock(&tsffi_cache_lock);
+    return epoch;
+}
+
+/* Called by Python when what a plan answers changed without the files
+ * changing (a remembered engine outcome came or went): a new epoch, and no
+ * remembered answer. */
+static void tsffi_cache_new_epoch(void) {
+    struct tsffi_cached dropped[TSFFI_CACHE_SLOTS];
+    int i;
+    pthread_rwlock_wrlock(&tsffi_cache_lock);
+    tsffi_cache_epoch++;
+    memcpy(dropped, tsffi_cache, sizeof dropped);
+    memset(tsffi_cache, 0, sizeof tsffi_cache);
+    pthread_rwlock_unlock(&tsffi_cache_lock);
+    for (i = 0; i < TSFFI_CACHE_SLOTS; i++) {
+        free(dropped[i].a);
+        free(dropped[i].b);
+        free(dropped[i].result);
+    }
+}
+
 /* Called by Python with what stat() said of the install's files when
- * the snapshot the answer came from read them. */
+ * the snapshot the answer came from read them, and the epoch it read before
+ * computing the answer (an answer of an older epoch is not stored). */
 static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
-                            const struct tsffi_file_key *keys, const char *result, size_t len) {
+                            const struct tsffi_file_key *keys, uint64_t epoch, const char *result,
+                            size_t len) {
     struct tsffi_cached fresh, old;
     int i, slot = -1;
     if (strlen(a) > TSFFI_CACHE_MAX_ARG || strlen(b) > TSFFI_CACHE_MAX_ARG ||
@@ -318,6 +356,13 @@ static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
     fresh.result[len] = '\0';
     memcpy(fresh.keys, keys, sizeof fresh.keys);
     pthread_rwlock_wrlock(&tsffi_cache_lock);
+    if (epoch != tsffi_cache_epoch) {
+        pthread_rwlock_unlock(&tsffi_cache_lock);
+        free(fresh.a);
+        free(fresh.b);
+        free(fresh.result);
+        return;
+    }
     for (i = 0; i < TSFFI_CACHE_SLOTS; i++) {
         struct tsffi_cached *c = &tsffi_cache[i];
         if (c->result != NULL && c->fn == fn && strcmp(c->a, a) == 0 && strcmp(c->b, b) == 0) {
@@ -1301,7 +1346,7 @@ static int32_t tsffi_null_argument(const char *name, const char *what) {
 /* The common tail of every Python-backed call: whatever Python did, the
  * contract holds -- TSFFI_OK with a result, or an error status with a message
  * and *out NULL. */
-static int32_t tsffi_call(int32_t fn, const char *a, const char *b, char **out) {
+static int32_t tsffi_call(int32_t fn, const char *a, const char *b, const char *c, char **out) {
     int32_t status;
     *out = NULL;
     /* Checked before PyGILState_Ensure, which a finalized runtime crashes in. */
@@ -1309,7 +1354,7 @@ static int32_t tsffi_call(int32_t fn, const char *a, const char *b, char **out) 
         tsffi_set_error_str(tsffi_finalized_message);
         return TSFFI_ERR_RUNTIME;
     }
-    status = tsffi_py_call(fn, a, b != NULL ? b : "", out);
+    status = tsffi_py_call(fn, a, b != NULL ? b : "", c, out);
     if (status == TSFFI_OK && *out == NULL) {
         tsffi_set_error_str("internal error: the call produced no result");
         return TSFFI_ERR_INTERNAL;
@@ -1327,6 +1372,9 @@ static int32_t tsffi_call(int32_t fn, const char *a, const char *b, char **out) 
 
 #define TSFFI_OUT_ACCEPTS "the address of a char * to receive the result"
 #define TSFFI_DIR_ACCEPTS "the path of an install directory, as UTF-8"
+#define TSFFI_ENGINE_ACCEPTS                                                                       \
+    "ts_session_info_json's text, or {\"status\": n, \"message\": \"...\"} for an open "           \
+    "that failed"
 
 /* ------------------------------------------------------------------------
  * The public entry points. */
@@ -1354,10 +1402,12 @@ TSFFI_API void tsffi_string_free(char *s) { free(s); }
 /* The one shape of every Python-backed entry point: clear the last error,
  * check the pointers (before starting anything, so a NULL answers the same
  * whatever state the runtime is in), start the runtime once, dispatch.
- * `required` is the argument that must not be NULL (or NULL if none). */
+ * `required` is the argument that must not be NULL (or NULL if none); `c`,
+ * a third argument that must not be NULL either, is passed only when
+ * `c_name` is given (Python is told a two-argument call by c == NULL). */
 static int32_t tsffi_entry(int32_t fn, const char *required, const char *required_name,
                            const char *required_accepts, const char *a, const char *b,
-                           char **out_json) {
+                           const char *c, const char *c_name, char **out_json) {
     int32_t status;
     tsffi_error_clear();
     if (out_json == NULL)
@@ -1365,6 +1415,8 @@ static int32_t tsffi_entry(int32_t fn, const char *required, const char *require
     *out_json = NULL;
     if (required_name != NULL && required == NULL)
         return tsffi_null_argument(required_name, required_accepts);
+    if (c_name != NULL && c == NULL)
+        return tsffi_null_argument(c_name, TSFFI_ENGINE_ACCEPTS);
     if (tsffi_forked_while_busy) {
         tsffi_set_error_str(tsffi_forked_message);
         return TSFFI_ERR_RUNTIME;
@@ -1377,49 +1429,56 @@ static int32_t tsffi_entry(int32_t fn, const char *required, const char *require
     if (tsffi_reads_install(fn) && tsffi_cache_get(fn, a, b != NULL ? b : "", out_json))
         status = TSFFI_OK;
     else if ((status = tsffi_enter()) == TSFFI_OK)
-        status = tsffi_call(fn, a != NULL ? a : "", b, out_json);
+        status = tsffi_call(fn, a != NULL ? a : "", b, c, out_json);
     __atomic_sub_fetch(&tsffi_threads_inside, 1, __ATOMIC_SEQ_CST);
     return status;
 }
 
 TSFFI_API int32_t tsffi_build_info_json(char **out_json) {
-    return tsffi_entry(TSFFI__FN_BUILD_INFO, NULL, NULL, NULL, "", "", out_json);
+    return tsffi_entry(TSFFI__FN_BUILD_INFO, NULL, NULL, NULL, "", "", NULL, NULL, out_json);
 }
 
 TSFFI_API int32_t tsffi_resolve_drafter(const char *model_dir, const char *options_json,
                                         char **out_json) {
     return tsffi_entry(TSFFI__FN_RESOLVE_DRAFTER, model_dir, "model_dir", TSFFI_DIR_ACCEPTS,
-                       model_dir, options_json, out_json);
+                       model_dir, options_json, NULL, NULL, out_json);
 }
 
 TSFFI_API int32_t tsffi_draft_policies(const char *choice_json, const char *options_json,
                                        char **out_json) {
     return tsffi_entry(TSFFI__FN_DRAFT_POLICIES, choice_json, "choice_json",
                        "the JSON object tsffi_resolve_drafter returned", choice_json, options_json,
-                       out_json);
+                       NULL, NULL, out_json);
 }
 
 TSFFI_API int32_t tsffi_resolve_speculation(const char *options_json, char **out_json) {
-    return tsffi_entry(TSFFI__FN_RESOLVE_SPECULATION, NULL, NULL, NULL, options_json, "", out_json);
+    return tsffi_entry(TSFFI__FN_RESOLVE_SPECULATION, NULL, NULL, NULL, options_json, "", NULL,
+                       NULL, out_json);
 }
 
 TSFFI_API int32_t tsffi_speculation_plan(const char *model_dir, const char *options_json,
                                          char **out_json) {
     return tsffi_entry(TSFFI__FN_SPECULATION_PLAN, model_dir, "model_dir", TSFFI_DIR_ACCEPTS,
-                       model_dir, options_json, out_json);
+                       model_dir, options_json, NULL, NULL, out_json);
 }
 
 TSFFI_API int32_t tsffi_speculation_choices(const char *model_dir, const char *options_json,
                                             char **out_json) {
     return tsffi_entry(TSFFI__FN_SPECULATION_CHOICES, model_dir, "model_dir", TSFFI_DIR_ACCEPTS,
-                       model_dir, options_json, out_json);
+                       model_dir, options_json, NULL, NULL, out_json);
 }
 
 TSFFI_API int32_t tsffi_install_info_json(const char *model_dir, char **out_json) {
     return tsffi_entry(TSFFI__FN_INSTALL_INFO, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
-                       "", out_json);
+                       "", NULL, NULL, out_json);
 }
 
 TSFFI_API int32_t tsffi_store_json(char **out_json) {
-    return tsffi_entry(TSFFI__FN_STORE, NULL, NULL, NULL, "", "", out_json);
+    return tsffi_entry(TSFFI__FN_STORE, NULL, NULL, NULL, "", "", NULL, NULL, out_json);
+}
+
+TSFFI_API int32_t tsffi_reconcile(const char *model_dir, const char *options_json,
+                                  const char *engine_json, char **out_json) {
+    return tsffi_entry(TSFFI__FN_RECONCILE, model_dir, "model_dir", TSFFI_DIR_ACCEPTS, model_dir,
+                       options_json, engine_json, "engine_json", out_json);
 }

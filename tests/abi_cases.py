@@ -257,7 +257,7 @@ def _turn(speculation, temperature=None) -> dict:
 
 def _plan(choice, policies, speculation, ignored=(), warnings=(), temperature=None) -> dict:
     return {"drafter": choice, "draftPolicies": policies, "speculation": speculation,
-            "turn": _turn(speculation, temperature),
+            "turn": _turn(speculation, temperature), "source": "preview",
             "ignoredKeys": list(ignored), "warnings": list(warnings)}
 
 

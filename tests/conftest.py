@@ -183,6 +183,8 @@ def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tsffi_install_info_json.argtypes = [c.c_char_p, OUT]
     lib.tsffi_install_info_json.restype = c.c_int32
     lib.tsffi_store_json.argtypes, lib.tsffi_store_json.restype = [OUT], c.c_int32
+    lib.tsffi_reconcile.argtypes = [c.c_char_p, c.c_char_p, c.c_char_p, OUT]
+    lib.tsffi_reconcile.restype = c.c_int32
     return lib
 
 

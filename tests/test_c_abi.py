@@ -281,7 +281,7 @@ def test_last_error_semantics(hosts, installs):
     ]
     for fn in ("tsffi_build_info_json", "tsffi_resolve_drafter", "tsffi_draft_policies",
                "tsffi_resolve_speculation", "tsffi_speculation_plan", "tsffi_install_info_json",
-               "tsffi_speculation_choices", "tsffi_store_json"):
+               "tsffi_speculation_choices", "tsffi_store_json", "tsffi_reconcile"):
         expected.append(f"cleared by {fn}: status=0 before={L} after=0")
     expected.append("null out status=1 mentions_out_json=1 mentions_block=0")
     expected.append(f"utf8 status=2 len={U}")

@@ -156,7 +156,7 @@ def test_every_item_is_the_plan_call_byte_for_byte(abi, installs, shape, options
     assert result["install"] == {
         "installHasMtpHead": some_plan["drafter"]["installHasMtpHead"],
         "installHasDflash": some_plan["drafter"]["installHasDflash"]}
-    assert list(some_plan) == ["drafter", "draftPolicies", "speculation", "turn"]
+    assert list(some_plan) == ["drafter", "draftPolicies", "speculation", "turn", "source"]
     assert list(result) == ["modelDir", "install", "choices", "ignoredKeys", "warnings"]
     assert result["modelDir"] == str(installs[shape])
 

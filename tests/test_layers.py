@@ -27,9 +27,13 @@ here until it is given a layer.
     5  install                      an install's snapshot (manifest, reader,
                                     layout, the open's verdicts, remembered
                                     while stat() says the files are unchanged)
+       reconcile_memory             the engine's reported outcome, compared
+                                    and remembered per install and options
     6  plan                         the seed's flow end to end; the choices table
        store_listing                the store as tsffi_store_json lists it
     7  wire                         every JSON shape of the C ABI
+       reconcile                    tsffi_reconcile: the preview against the
+                                    engine's report
     8  _abi, _boot, cli.*, bundle.*, install_writer, native, __main__
                                     the glue: C, the command line, bundles,
                                     test installs, build flags
@@ -50,15 +54,15 @@ LAYERS = {
     "resident_index": 2, "expert_layout": 2, "model_names": 2, "store": 2, "manifest_arch": 2,
     "policy": 3, "turn": 3,
     "options": 4, "blockers": 4, "runner_open": 4,
-    "install": 5,
+    "install": 5, "reconcile_memory": 5,
     "plan": 6, "store_listing": 6,
-    "wire": 7,
+    "wire": 7, "reconcile": 7,
     "_abi": 8, "_boot": 8, "cli": 8, "install_writer": 8, "native": 8, "__main__": 8,
     "bundle": 8, "bundle.common": 8, "bundle.elf": 8, "bundle.macho": 8, "bundle.macos": 8,
     "bundle.probe": 8, "bundle.runtime": 8, "bundle.write": 8, "bundle.codesign": 8,
     "bundle.release": 8,
     "cli.common": 8, "cli.report": 8, "cli.parser": 8, "cli.config": 8, "cli.inspect": 8,
-    "cli.decisions": 8, "cli.make_install": 8, "cli.bundle": 8, "cli.store": 8,
+    "cli.decisions": 8, "cli.reconcile": 8, "cli.make_install": 8, "cli.bundle": 8, "cli.store": 8,
 }
 
 

@@ -94,8 +94,8 @@ def plan_json(model_dir, options):
     d = plan_to_dict(result)
     # The wire form is JSON and round-trips to the same dict.
     assert json.loads(dumps(d)) == d
-    assert list(d) == ["drafter", "draftPolicies", "speculation", "turn", "ignoredKeys",
-                       "warnings", "modelDir"]
+    assert list(d) == ["drafter", "draftPolicies", "speculation", "turn", "source",
+                       "ignoredKeys", "warnings", "modelDir"]
     assert d.pop("modelDir") == str(model_dir)
     turn = d.pop("turn")
     assert list(turn) == ["temperature", "speculates", "reason"]
@@ -171,7 +171,8 @@ EXACT = [
 def test_plan_exact_json(installs, shape, options, drafter, mtp, dflash, speculation):
     d = plan_json(installs[shape], options)
     expected = {"drafter": drafter, "draftPolicies": {"mtp": mtp, "dflash": dflash},
-                "speculation": speculation, "ignoredKeys": [], "warnings": []}
+                "speculation": speculation, "source": "preview", "ignoredKeys": [],
+                "warnings": []}
     if speculation is None:  # the preview's wording: checked separately below
         expected["speculation"] = d["speculation"]
         assert d["speculation"]["block"] is None

@@ -174,6 +174,27 @@ def run_c_choices(workdir, user_env, pip_installed, **_):
     assert len(table["choices"]) == 51 and table["install"]["installHasDflash"] is True
 
 
+def run_c_reconcile(workdir, user_env, pip_installed, **_):
+    """The c-api.md reconcile block: compiled strictly, run on the MTP sample
+    with a session info whose speculation differs from the preview's; the
+    plan after it is the engine's."""
+    (workdir / "reconcile.c").write_text(BY_NAME["c-reconcile"])
+    (workdir / "session.json").write_text(json.dumps({
+        "modelDir": "/Users/me/models/qwen-27b.gturbo", "contextWindow": 32768,
+        "speculation": {"block": None, "drafter": None, "reason": "the vision tower is active"},
+        "kvBits": "off"}))
+    out = run_block('cc -std=c99 -Wall -Wextra -Werror -pedantic -o reconcile reconcile.c '
+                    '$(turbospark-ffi config --cflags --libs)\n'
+                    f'./reconcile "{samples(pip_installed) / "mtp"}" session.json', workdir,
+                    user_env).stdout
+    verdict, plan = map(json.loads, out.splitlines())
+    assert (verdict["agrees"], verdict["differences"]) == (
+        False, ["speculation.block", "speculation.drafter", "speculation.reason"])
+    assert verdict["preview"]["speculation"]["block"] == 2
+    assert (plan["source"], plan["speculation"]["reason"]) == ("engine",
+                                                              "the vision tower is active")
+
+
 def run_python(workdir, user_env, **_):
     # From "/": the venv's package, never a source tree.
     result = subprocess.run([shutil.which("python3", path=user_env["PATH"]), "-c",
@@ -269,6 +290,7 @@ def run_python_check(pip_installed, user_env, **_):
 
 RUNNERS = {"ci": run_ci, "python-check": run_python_check, "c-app": run_c_app, "c-build": run_c_build,
            "c-build-output": run_c_build_output, "c-choices": run_c_choices,
+           "c-reconcile": run_c_reconcile,
            "python": run_python,
            "swift-build": run_swift_build, "swift-snippet": run_swift_snippet,
            "swift-readme": run_swift_readme,

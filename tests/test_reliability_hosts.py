@@ -47,7 +47,7 @@ PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHas
                                "and this turn's temperature is 0.2 (the engine binding's "
                                "default): it decodes sequentially (send temperature 0 to "
                                "speculate)"},
-            "ignoredKeys": ["hostOnly"], "warnings": []}
+            "source": "preview", "ignoredKeys": ["hostOnly"], "warnings": []}
 # A refusal with a known message: a named block under DFlash2 on a sampled run
 # (the seed's texts, from their one home).
 REFUSED_SAMPLED = REFUSAL_PREFIX + SAMPLED_REASON

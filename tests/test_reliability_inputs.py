@@ -412,7 +412,7 @@ _PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHa
                                 "0 and this turn's temperature is 0.2 (the engine binding's "
                                 "default): it decodes sequentially (send temperature 0 to "
                                 "speculate)"},
-             "ignoredKeys": [], "warnings": []}
+             "source": "preview", "ignoredKeys": [], "warnings": []}
 from seed_texts import REFUSAL_PREFIX as REFUSED, SAMPLED_REASON as SAMPLED  # noqa: E402
 
 SPECIFIC_CASES = [

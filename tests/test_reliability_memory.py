@@ -181,3 +181,40 @@ def test_the_leak_check_sees_a_leak_of_the_librarys_results(drivers, memory_scri
     # into cffi's wrapper of it, shows as that wrapper.
     assert any(frames[1][0] in ("tsffi_emit", "_cffi_f_tsffi_emit")
                for _, frames in ours if len(frames) > 1), _render(ours)
+
+
+# ---------------------------------------------------------------------------
+# tsffi_reconcile: what the library remembers of the engine stays bounded.
+
+@pytest.fixture(scope="module")
+def reconcile_install(tmp_path_factory):
+    return write_install(tmp_path_factory.mktemp("reconcile") / "install", mtp=True)
+
+
+def test_rss_after_100000_distinct_reconciles_is_within_2mb_of_after_10000(drivers,
+                                                                           reconcile_install):
+    run = run_host([drivers.get("reconcile_host"), reconcile_install, 100_000, 1_000, 10_000,
+                    100_000], what="reconcile_host (100,000 reconciles and plans)")
+    reconciled, planned, refused, other = map(int, run.tagged("S")[0])
+    # Every reconcile answered; the plans after them answered in the
+    # engine's words: opened (agreements, disagreeing reasons) and refused
+    # (failed opens) alike.
+    assert (reconciled, other) == (100_000, 0)
+    assert planned > 0 and refused > 0 and planned + refused == 100_000
+    points = {int(calls): (int(rss), int(fds)) for calls, rss, fds in run.tagged("P")}
+    (rss10k, fds10k), (rss100k, fds100k) = points[10_000], points[100_000]
+    assert rss10k > 0
+    assert rss100k - rss10k <= MB2, (
+        f"RSS grew {(rss100k - rss10k) / 1024:.0f} KiB between 10,000 and 100,000 reconciles "
+        f"(checkpoints: {points})")
+    assert fds100k == fds10k, f"open file descriptors changed: {points}"
+
+
+def test_the_reconcile_rss_measure_sees_results_that_are_never_freed(drivers,
+                                                                     reconcile_install):
+    """Positive control: the same host keeping every result (-k) grows past
+    2 MB over the same kind of interval, so the check above can fail."""
+    run = run_host([drivers.get("reconcile_host"), "-k", reconcile_install, 40_000, 10_000,
+                    40_000], what="reconcile_host -k")
+    points = {int(calls): int(rss) for calls, rss, _ in run.tagged("P")}
+    assert points[40_000] - points[10_000] > MB2, points

@@ -23,6 +23,7 @@ from turbospark_ffi.expert_layout import ExpertLayout
 from turbospark_ffi.manifest_arch import ManifestArch
 from turbospark_ffi.options import ABSENT, Options
 from turbospark_ffi.plan import PlanResult, SpeculationChoice, SpeculationChoices
+from turbospark_ffi.reconcile_memory import Outcome, Reconciliation
 from turbospark_ffi.policy import (DflashDraftPolicy, DraftPolicies, DrafterChoice,
                                    MtpDraftPolicy, Speculation, SpeculationDisabled,
                                    SpeculationEnabled, SpeculativeDrafter)
@@ -77,7 +78,8 @@ DISTINCT = {
                  PlanResult(CHOICE, POLICIES, SpeculationDisabled("why")),
                  PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), ("contextLength",)),
                  PlanResult(CHOICE, POLICIES, SpeculationDisabled("why"), (), None, "moe"),
-                 PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), turn=Turn(0.0, True, None))],
+                 PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), turn=Turn(0.0, True, None)),
+                 PlanResult(CHOICE, POLICIES, SpeculationEnabled(2), source="engine")],
     Turn: [Turn(0.0, True, None), Turn(0.2, False, "why"), Turn(0.7, False, "why"),
            Turn(0.2, False, "another"), Turn(0.2, False, None)],
     ManifestArch: [ManifestArch("qwen35", 5120, 248320, 8, 0, (2, 1), 0),
@@ -88,6 +90,21 @@ DISTINCT = {
                    ManifestArch("qwen35", 5120, 248320, 8, 256, (2, 1), 0),
                    ManifestArch("qwen35", 5120, 248320, 8, 0, (1, 2), 0),
                    ManifestArch("qwen35", 5120, 248320, 8, 0, (2, 1), 27)],
+    Outcome: [Outcome.opened(2, "mtp", None), Outcome.opened(3, "mtp", None),
+              Outcome.opened(2, "dflash", None), Outcome.opened(None, None, "why"),
+              Outcome.opened(None, None, None), Outcome.failed(2, "why"),
+              Outcome.failed(4, "why"), Outcome.failed(2, "another")],
+    Reconciliation: [
+        Reconciliation(Outcome.opened(2, "mtp", None), Outcome.opened(2, "mtp", None), (),
+                       {"engine": "turbospark-runtime", "engineVersion": "0.3.0"}),
+        Reconciliation(Outcome.opened(2, "mtp", None), Outcome.opened(3, "mtp", None),
+                       ("speculation.block",),
+                       {"engine": "turbospark-runtime", "engineVersion": "0.3.0"}),
+        Reconciliation(Outcome.opened(3, "mtp", None), Outcome.opened(2, "mtp", None),
+                       ("speculation.block",),
+                       {"engine": "turbospark-runtime", "engineVersion": "0.3.0"}),
+        Reconciliation(Outcome.opened(2, "mtp", None), Outcome.opened(2, "mtp", None), (),
+                       {"engine": "turbospark-runtime", "engineVersion": "0.4.0"})],
     Blocker: [Blocker("moe", "why"), Blocker("engine", "why"), Blocker("moe", "another")],
     SpeculationChoice: [SpeculationChoice(S.AUTO, D.AUTO, None, "refused", False),
                         SpeculationChoice(S.OFF, D.AUTO, None, "refused", False),

@@ -32,6 +32,7 @@ _EXPORTS = {
     "speculation_blocker": "blockers", "write_install": "install_writer",
     "ManifestArch": "manifest_arch", "load_manifest_arch": "manifest_arch",
     "Turn": "turn",
+    "reconcile_dict": "reconcile", "OpenFailed": "errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

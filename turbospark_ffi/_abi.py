@@ -41,6 +41,7 @@ def bind(ffi, lib) -> None:
         lib.TSFFI__FN_INSTALL_INFO: _install_info,
         lib.TSFFI__FN_SPECULATION_CHOICES: _speculation_choices,
         lib.TSFFI__FN_STORE: _store,
+        lib.TSFFI__FN_RECONCILE: _reconcile,
     })
     # Every call but build info reads an index, so this import is paid
     # anyway; with it the reader's check 7 runs in C (tsffi_index_scan.c).
@@ -62,6 +63,10 @@ def bind(ffi, lib) -> None:
             return None
         return string(value).decode("utf-8", "surrogateescape")
     model_names.use_getenv(getenv)
+    # A remembered engine outcome changes what a plan answers without
+    # changing the install's files: the warm path must forget its answers.
+    from . import reconcile_memory
+    reconcile_memory.use_on_change(lib.tsffi_cache_new_epoch)
 
 
 def bound_library() -> str | None:
@@ -131,11 +136,16 @@ def _fail(status: int, message: str) -> int:
     return status
 
 
-def dispatch(fn: int, a, b, out) -> int:
+def dispatch(fn: int, a, b, c, out) -> int:
     """One C call. `a` and `b` are non-NULL `const char *` (C passes "" for
-    an absent options string); `out` is the caller's `char **`."""
+    an absent options string); `c` is the third argument of a call that
+    takes three (tsffi_reconcile's engine_json), else NULL; `out` is the
+    caller's `char **`."""
     try:
-        outcome = _handlers[fn](_string(a), _string(b))
+        if c == _ffi.NULL:
+            outcome = _handlers[fn](_string(a), _string(b))
+        else:
+            outcome = _handlers[fn](_string(a), _string(b), _string(c))
     except RecursionError:
         return _fail(_lib.TSFFI_ERR_JSON, "a JSON argument nests too deeply to parse")
     except MemoryError:
@@ -160,12 +170,15 @@ def _answered(fn: int, a: bytes, b: bytes, answer, request) -> bytes:
     (install.py: the warm path's own key), only when the request's name IS
     the directory read, and only from a trusted snapshot -- a file modified
     within the racy window is re-read by Python on every call, so it must
-    not be answered from C either."""
+    not be answered from C either. The epoch is read before the answer is
+    computed: a remembered engine outcome that arrives meanwhile starts a
+    new one, and the warm path then refuses this (older) answer."""
+    epoch = _lib.tsffi_cache_epoch_now()
     outcome = answer(request)
     snap = request.snapshot
     if snap.trusted and request.names_the_directory:
         keys = _ffi.from_buffer("struct tsffi_file_key[]", snap.key)
-        _lib.tsffi_cache_put(fn, a, b, keys, outcome, len(outcome))
+        _lib.tsffi_cache_put(fn, a, b, keys, epoch, outcome, len(outcome))
     return outcome
 
 
@@ -182,6 +195,13 @@ def _speculation_choices(model_dir: bytes, options: bytes) -> bytes:
     from .wire import choices_json
     return _answered(_lib.TSFFI__FN_SPECULATION_CHOICES, model_dir, options, choices_json,
                      request(model_dir, options))
+
+
+def _reconcile(model_dir: bytes, options: bytes, engine_json: bytes) -> bytes:
+    # Never offered to the warm path: each call compares and may change what
+    # the library remembers.
+    from .reconcile import reconcile_json
+    return reconcile_json(model_dir, options, engine_json)
 
 
 def _resolve_drafter(model_dir: bytes, options: bytes) -> bytes:

@@ -22,6 +22,7 @@ __all__ = [
     "OptionRefused",
     "OpenRefused",
     "ResidentIndexError",
+    "OpenFailed",
 ]
 
 STATUS_OK = 0  # TSFFI_OK
@@ -115,3 +116,13 @@ class OpenRefused(TurbosparkError):
     def __init__(self, message: str, *, stage: str) -> None:
         super().__init__(message)
         self.stage = stage
+
+
+class OpenFailed(TurbosparkError):
+    """The engine's own open of this install with these options failed, as a
+    host reported it to tsffi_reconcile: a plan of the pair then refuses with
+    the engine's status (its number, whatever it is) and message, verbatim."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status

@@ -19,16 +19,19 @@ import os
 from ._value import Value
 from .blockers import speculation_blocker
 from .engine_texts import NOT_A_DIRECTORY
-from .errors import OpenRefused, SpeculationRefused
+from .errors import OpenFailed, OpenRefused, SpeculationRefused
 from .install import InstallSnapshot, snapshot
 from .model_names import check_model_dir, resolve_model_name
 from .options import ABSENT, DEFAULT_OPTIONS, Options, allowed_block, parse_options
 from .policy import (ALLOWED_SPECULATION_BLOCKS, REASON_DFLASH_OPT_IN, REASON_ENGINE,
-                     DraftPolicies, DrafterChoice, Speculation, SpeculationPlan,
-                     SpeculativeDrafter, draft_policies, resolve_speculation)
+                     DraftPolicies, DrafterChoice, Speculation, SpeculationDisabled,
+                     SpeculationEnabled, SpeculationPlan, SpeculativeDrafter, draft_policies,
+                     resolve_speculation)
+from .reconcile_memory import Outcome, options_key, reported
 from .turn import Turn, turn
 
 __all__ = ["PlanResult", "Request", "request", "speculation_plan", "decide", "plan_for_snapshot",
+           "engine_plan",
            "SpeculationChoice", "SpeculationChoices", "table_speculations", "TABLE_DRAFTERS",
            "table", "choices_for_snapshot"]
 
@@ -37,15 +40,18 @@ class PlanResult(Value):
     """`model_dir` is the directory the plan read (the model name resolved),
     None for a plan not made from an install. `reason_code` is the code of
     the speculation's reason (policy.REASON_* and the codes blockers.py,
-    resident_index.py and expert_layout.py own), None when it has none."""
+    resident_index.py and expert_layout.py own), None when it has none.
+    `source` is "preview", or "engine" for the engine's own outcome that a
+    host reported to tsffi_reconcile after the preview disagreed."""
 
     __slots__ = ("choice", "policies", "speculation", "ignored_keys", "model_dir",
-                 "reason_code", "warnings", "turn")
+                 "reason_code", "warnings", "turn", "source")
 
     def __init__(self, choice: DrafterChoice, policies: DraftPolicies,
                  speculation: SpeculationPlan, ignored_keys: tuple[str, ...] = (),
                  model_dir: str | None = None, reason_code: str | None = None,
-                 warnings: tuple[str, ...] = (), turn: Turn | None = None) -> None:
+                 warnings: tuple[str, ...] = (), turn: Turn | None = None,
+                 source: str = "preview") -> None:
         # One by one rather than through Value._init's keywords: half the
         # cost, 34 times a table (as policy.py's values).
         setter = object.__setattr__
@@ -57,6 +63,7 @@ class PlanResult(Value):
         setter(self, "reason_code", reason_code)
         setter(self, "warnings", warnings)
         setter(self, "turn", turn)
+        setter(self, "source", source)
 
 
 def check_opens(snap: InstallSnapshot, name: str | None = None) -> None:
@@ -150,6 +157,28 @@ def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
                                                     options)
     return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code,
                       options.warnings, the_turn)
+
+
+def engine_plan(snap: InstallSnapshot, options: Options, engine: Outcome,
+                warning: str) -> PlanResult:
+    """The plan in the engine's words: its reported speculation in place of
+    the preview's (the drafter named after the one it speculated with, the
+    draft policies derived as the preview derives them), `warning` added; a
+    failed open raises OpenFailed with its status and message."""
+    if engine.status != 0:
+        raise OpenFailed(engine.message, engine.status)
+    choice = snap.resolve_drafter(options.drafter)
+    if engine.drafter is not None and engine.drafter != choice.drafter.value:
+        choice = DrafterChoice(SpeculativeDrafter(engine.drafter), choice.install_has_mtp_head,
+                               choice.install_has_dflash, choice.note)
+    speculation = SpeculationDisabled(engine.reason) if engine.block is None \
+        else SpeculationEnabled(engine.block)
+    # The turn follows the engine's session, as it follows the preview's.
+    the_turn = turn(engine.block, options.temperature, options.rate_capped,
+                    options.power_profile, options.low_power_mode)
+    return PlanResult(choice, draft_policies(choice, options.speculation), speculation,
+                      options.ignored_keys, snap.model_dir, reason_code=None,
+                      warnings=(*options.warnings, warning), turn=the_turn, source="engine")
 
 
 class SpeculationChoice(Value):
@@ -273,14 +302,18 @@ class Request:
     """One call's arguments as every entry point takes them: `model_dir`
     checked (`name`, as given), `options` parsed, the name resolved and the
     install it names read (`snapshot`). Its answers are remembered on the
-    snapshot, so they live and die with it."""
+    snapshot, so they live and die with it. `text` is the options text as
+    given (None for an `Options` built in Python), which the engine's
+    remembered outcomes are keyed by."""
 
-    __slots__ = ("name", "options", "snapshot")
+    __slots__ = ("name", "options", "snapshot", "text")
 
-    def __init__(self, name: str, options: Options, snap: InstallSnapshot) -> None:
+    def __init__(self, name: str, options: Options, snap: InstallSnapshot,
+                 text: bytes | None = None) -> None:
         self.name = name
         self.options = options
         self.snapshot = snap
+        self.text = text
 
     @property
     def model_dir(self) -> str:
@@ -304,11 +337,26 @@ class Request:
     def resolve_drafter(self) -> DrafterChoice:
         return self.snapshot.resolve_drafter(self.options.drafter)
 
-    def plan(self) -> PlanResult:
+    def preview(self) -> PlanResult:
         """`plan_for_snapshot` for this request (raises OpenRefused or
         SpeculationRefused, as the open fails)."""
         check_opens(self.snapshot, self.name)
         return self.memo("plan", plan_for_snapshot, self.snapshot, self.options)
+
+    def reported(self) -> tuple[Outcome, str] | None:
+        """The engine's outcome (and its warning) that tsffi_reconcile
+        remembered for this install and options text, else None."""
+        if self.text is None:
+            return None
+        return reported(self.snapshot.model_dir, self.snapshot.key, self.text)
+
+    def plan(self) -> PlanResult:
+        """The preview, or after a disagreement the engine's own outcome
+        (`engine_plan`). Raises SpeculationRefused, or OpenFailed."""
+        engine = self.reported()
+        if engine is None:
+            return self.preview()
+        return engine_plan(self.snapshot, self.options, *engine)
 
     def choices(self) -> SpeculationChoices:
         """`choices_for_snapshot` for this request."""
@@ -326,9 +374,11 @@ def request(model_dir: str | bytes | os.PathLike,
     `options`: an `Options`, or the options JSON a host passes (None or
     empty: the defaults)."""
     name = check_model_dir(model_dir)
+    text = None
     if not isinstance(options, Options):
+        text = options_key(options)
         options = parse_options(options)
-    return Request(name, options, snapshot(resolve_model_name(name)))
+    return Request(name, options, snapshot(resolve_model_name(name)), text)
 
 
 def speculation_plan(model_dir: str | bytes | os.PathLike,

@@ -25,13 +25,15 @@ if TYPE_CHECKING:
     from .options import Options
     from .plan import PlanResult, Request
     from .policy import DraftPolicies, DrafterChoice, SpeculationPlan
+    from .reconcile_memory import Outcome, Reconciliation
     from .store_listing import StoreListing
 
 __all__ = ["choice_text", "policies_text", "speculation_text", "plan_text", "choices_text",
            "plan_to_dict", "policies_to_dict", "choice_from_json",
            "install_info_to_dict", "build_info_to_dict", "drafter_json", "plan_json",
            "choices_json", "install_info_json", "speculation_choices", "install_info",
-           "store_listing_to_dict", "store_json"]
+           "store_listing_to_dict", "store_json", "outcome_text", "reconcile_text",
+           "reconcile_to_dict"]
 
 
 # Every shape a decision takes is written as text from a template, and is
@@ -50,7 +52,10 @@ _POLICIES = '{"mtp":%s,"dflash":%s}'
 _SPECULATION = '{"block":%s,"drafter":%s,"reason":%s}'
 # The turn: whether a turn at the host's temperature speculates (turn.py).
 _TURN = '{"temperature":%s,"speculates":%s,"reason":%s}'
-_PLAN_CORE = '{"drafter":%s,"draftPolicies":%s,"speculation":%s,"turn":%s'
+# `source`: "preview", or "engine" when a host reported the engine's own
+# outcome for this install and options to tsffi_reconcile after a
+# disagreement (reconcile_memory.py); a choices item is always the preview.
+_PLAN_CORE = '{"drafter":%s,"draftPolicies":%s,"speculation":%s,"turn":%s,"source":%s'
 # A plan: its decision, then what the options text said beside it (the keys
 # the open ignores, the hints about them) and the directory read.
 _PLAN = _PLAN_CORE + ',"ignoredKeys":%s,"warnings":%s,"modelDir":%s}'
@@ -63,6 +68,7 @@ _ITEM = ('{"speculation":%s,"speculativeDrafter":%s,"status":%d,"plan":%s,"error
 _TABLE = ('{"modelDir":%s,"install":{"installHasMtpHead":%s,"installHasDflash":%s},'
           '"choices":[%s],"ignoredKeys":%s,"warnings":%s}')
 _FLAG = {True: "true", False: "false", None: "null"}
+_SOURCES = {"preview": '"preview"', "engine": '"engine"'}
 
 
 def _string(text: str | None) -> str:
@@ -101,7 +107,7 @@ def turn_text(turn) -> str:
     return _TURN % (compact(turn.temperature), _FLAG[turn.speculates], _string(turn.reason))
 
 
-def _plan_text(texts: dict, parts: tuple, tail: tuple[str, ...]) -> str:
+def _plan_text(texts: dict, parts: tuple, tail: tuple[str, ...], source: str = "preview") -> str:
     """A plan of `parts` (plan.decide's). `texts` remembers each part's text
     by the part's identity: within one table the choices are the snapshot's
     own three, and equal policies and speculations recur across rows."""
@@ -124,7 +130,7 @@ def _plan_text(texts: dict, parts: tuple, tail: tuple[str, ...]) -> str:
     if turn_json is None:
         turn_json = texts[key] = turn_text(the_turn)
     return (_PLAN if tail else _ITEM_PLAN) % (choice_json, policies_json, speculation_json,
-                                              turn_json, *tail)
+                                              turn_json, _SOURCES[source], *tail)
 
 
 def _strings(texts: tuple[str, ...]) -> str:
@@ -140,7 +146,8 @@ def plan_text(result: PlanResult) -> str:
     """What tsffi_speculation_plan returns for the plan `result`."""
     return _plan_text({}, (result.choice, result.policies, result.speculation, None,
                            result.turn),
-                      _tail(result.ignored_keys, result.warnings, result.model_dir))
+                      _tail(result.ignored_keys, result.warnings, result.model_dir),
+                      result.source)
 
 
 def plan_to_dict(result: PlanResult) -> dict:
@@ -265,8 +272,11 @@ def drafter_json(request: Request) -> bytes:
 
 def plan_json(request: Request) -> bytes:
     """What `tsffi_speculation_plan` returns for `request` (raises
-    SpeculationRefused, as it refuses)."""
-    return request.memo("plan-json", lambda: plan_text(request.plan()).encode("ascii"))
+    SpeculationRefused, as it refuses; OpenFailed for an open the engine
+    reported failing)."""
+    if request.reported() is not None:  # rare, and may change: not remembered
+        return plan_text(request.plan()).encode("ascii")
+    return request.memo("plan-json", lambda: plan_text(request.preview()).encode("ascii"))
 
 
 def choices_json(request: Request) -> bytes:
@@ -395,3 +405,31 @@ def store_json() -> bytes:
     from .jsontext import dumps
     from .store_listing import store_listing
     return dumps(store_listing_to_dict(store_listing())).encode("ascii")
+
+
+# tsffi_reconcile's answer. Both sides have one shape, the open's outcome:
+# its session's speculation (the engine's sessionInfo shape), or its refusal.
+_OPENED = '{"status":0,"speculation":%s}'
+_FAILED = '{"status":%d,"message":%s}'
+_RECONCILE = '{"agrees":%s,"preview":%s,"engine":%s,"differences":%s,"revision":%s}'
+
+
+def outcome_text(outcome: Outcome) -> str:
+    """One side of a reconcile."""
+    if outcome.status != 0:
+        return _FAILED % (outcome.status, _string(outcome.message))
+    return _OPENED % (_SPECULATION % (_int(outcome.block), _string(outcome.drafter),
+                                      _string(outcome.reason)))
+
+
+def reconcile_text(result: Reconciliation) -> str:
+    """What `tsffi_reconcile` returns."""
+    from .jsontext import dumps
+    return _RECONCILE % (_FLAG[result.agrees], outcome_text(result.preview),
+                         outcome_text(result.engine), _strings(result.differences),
+                         dumps(dict(result.revision)))
+
+
+def reconcile_to_dict(result: Reconciliation) -> dict:
+    """`reconcile_text` as a dict."""
+    return parse_json_document(reconcile_text(result), "reconcile")

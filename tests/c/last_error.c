@@ -66,6 +66,11 @@ static int32_t call_ok(const char *which) {
         s = tsffi_speculation_choices(model_dir, "{}", &out);
     else if (strcmp(which, "tsffi_store_json") == 0)
         s = tsffi_store_json(&out);
+    else if (strcmp(which, "tsffi_reconcile") == 0)
+        s = tsffi_reconcile(model_dir, "{}",
+                            "{\"speculation\": {\"block\": 2, \"drafter\": \"mtp\", "
+                            "\"reason\": null}}",
+                            &out);
     tsffi_string_free(out);
     return s;
 }
@@ -103,7 +108,8 @@ int main(int argc, char **argv) {
     const char *const functions[] = {"tsffi_build_info_json", "tsffi_resolve_drafter",
                                      "tsffi_draft_policies", "tsffi_resolve_speculation",
                                      "tsffi_speculation_plan", "tsffi_install_info_json",
-                                     "tsffi_speculation_choices", "tsffi_store_json"};
+                                     "tsffi_speculation_choices", "tsffi_store_json",
+                                     "tsffi_reconcile"};
     size_t i, caps[] = {2, 9, 10, 40};
 
     if (argc != 2) {

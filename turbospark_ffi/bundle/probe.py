@@ -44,7 +44,7 @@ write = sys.stdout.write
 for i, (fn, a, b) in enumerate(calls):
     out = ffi.new("char *[1]")
     status = _abi.dispatch(int(fn), ffi.new("char[]", bytes.fromhex(a.decode())),
-                           ffi.new("char[]", bytes.fromhex(b.decode())), out)
+                           ffi.new("char[]", bytes.fromhex(b.decode())), ffi.NULL, out)
     if status == 0:
         payload = ffi.string(out[0])
         lib.tsffi_string_free(out[0])

@@ -7,6 +7,8 @@
                    a host would pass, in plain words or as the C ABI's JSON
     choices DIR    what every speculation / drafter item of a settings pane
                    would do, as a grid or as the C ABI's JSON
+    reconcile DIR  the preview against what the engine's open reported
+                   (ts_session_info_json's text, or its failed status)
     make-install   write a small install in the engine's layout (or the four
                    sample installs that ship with the package)
     bundle OUT     a relocatable folder holding the library and its Python

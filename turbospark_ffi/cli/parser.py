@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import bundle, config, decisions, inspect, make_install, store
+from . import bundle, config, decisions, inspect, make_install, reconcile, store
 from .common import EXIT_ERROR, Formatter
 
 __all__ = ["Parser", "build_parser"]
@@ -37,6 +37,6 @@ def build_parser() -> argparse.ArgumentParser:
                     "plans, and link the C library.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for family in (config, inspect, decisions, make_install, store, bundle):
+    for family in (config, inspect, decisions, reconcile, make_install, store, bundle):
         family.register(sub)
     return parser

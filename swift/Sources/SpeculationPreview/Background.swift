@@ -208,6 +208,18 @@ extension Tsffi {
             try offActor { () throws(TsffiError) in try Tsffi.buildInfoJSON() }
         }
 
+        /// ``Tsffi/reconcile(modelDir:optionsJSON:engine:)``, off the caller's actor.
+        #if compiler(>=6.2)
+        @concurrent
+        #endif
+        public static func reconcile(modelDir: String, optionsJSON: String?, engine: EngineReport)
+            async throws(TsffiError) -> Reconciliation
+        {
+            try offActor { () throws(TsffiError) in
+                try Tsffi.reconcile(modelDir: modelDir, optionsJSON: optionsJSON, engine: engine)
+            }
+        }
+
         /// Every library call of this namespace goes through here. The check
         /// holds the promise, not just the attribute: were these functions
         /// ever to run on the main queue (a change of isolation defaults),

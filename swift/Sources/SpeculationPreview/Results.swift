@@ -169,6 +169,10 @@ public struct PlanResult: Codable, Sendable, Hashable {
     /// Whether a turn sent at ``PreviewOptions/temperature`` speculates on
     /// that session, and if not while the session drafts, why.
     public var turn: Turn
+    /// Whose answer ``speculation`` is: the preview's, or the engine's own
+    /// after ``Tsffi/reconcile(modelDir:optionsJSON:engine:)`` found the
+    /// preview disagreeing with the real open (``warnings`` then says how).
+    public var source: PlanSource
     /// Top-level option keys the engine's open does not read, so ignores, in
     /// the order given (a host passes its whole open-options object; `tsffi`
     /// is never listed).
@@ -184,19 +188,21 @@ public struct PlanResult: Codable, Sendable, Hashable {
     public var modelDir: String?
 
     public init(drafter: DrafterChoice, draftPolicies: DraftPolicies, speculation: SpeculationPlan,
-                turn: Turn, ignoredKeys: [String] = [], warnings: [String] = [],
+                turn: Turn, source: PlanSource = .preview, ignoredKeys: [String] = [],
+                warnings: [String] = [],
                 modelDir: String? = nil) {
         self.drafter = drafter
         self.draftPolicies = draftPolicies
         self.speculation = speculation
         self.turn = turn
+        self.source = source
         self.ignoredKeys = ignoredKeys
         self.warnings = warnings
         self.modelDir = modelDir
     }
 
     private enum CodingKeys: String, CodingKey {
-        case drafter, draftPolicies, speculation, turn, ignoredKeys, warnings, modelDir
+        case drafter, draftPolicies, speculation, turn, source, ignoredKeys, warnings, modelDir
     }
 
     /// Reads the plan call's object, and an item's plan in a
@@ -208,6 +214,7 @@ public struct PlanResult: Codable, Sendable, Hashable {
         draftPolicies = try container.decode(DraftPolicies.self, forKey: .draftPolicies)
         speculation = try container.decode(SpeculationPlan.self, forKey: .speculation)
         turn = try container.decode(Turn.self, forKey: .turn)
+        source = try container.decodeIfPresent(PlanSource.self, forKey: .source) ?? .preview
         ignoredKeys = try container.decodeIfPresent([String].self, forKey: .ignoredKeys) ?? []
         warnings = try container.decodeIfPresent([String].self, forKey: .warnings) ?? []
         modelDir = try container.decodeIfPresent(String.self, forKey: .modelDir)
@@ -242,7 +249,56 @@ public struct PlanResult: Codable, Sendable, Hashable {
         try container.encode(draftPolicies, forKey: .draftPolicies)
         try container.encode(speculation, forKey: .speculation)
         try container.encode(turn, forKey: .turn)
+        try container.encode(source, forKey: .source)
     }
+}
+
+/// Whose answer a plan's speculation is.
+public enum PlanSource: String, Codable, Sendable, Hashable {
+    /// The library's preview of the engine's decision.
+    case preview
+    /// The engine's own outcome, which a host reported through
+    /// ``Tsffi/reconcile(modelDir:optionsJSON:engine:)`` after the preview
+    /// disagreed with it.
+    case engine
+}
+
+/// What an open decided, or that it failed: one side of a ``Reconciliation``.
+public struct OpenOutcome: Codable, Sendable, Hashable {
+    /// 0 for an open; otherwise the failed open's status (the engine's
+    /// number: 2 for its refusals, 4 for options its decoder refuses).
+    public var status: Int32
+    /// The session's speculation, for an open (`status == 0`); nil otherwise.
+    public var speculation: SpeculationPlan?
+    /// The failed open's message, verbatim; nil for an open.
+    public var message: String?
+
+    public init(status: Int32, speculation: SpeculationPlan? = nil, message: String? = nil) {
+        self.status = status
+        self.speculation = speculation
+        self.message = message
+    }
+
+    /// Whether the open succeeded.
+    public var opened: Bool { status == 0 }
+}
+
+/// The preview held against what the engine's real open reported
+/// (`tsffi_reconcile`).
+public struct Reconciliation: Codable, Sendable, Hashable {
+    /// Whether the two outcomes are the same.
+    public var agrees: Bool
+    /// What ``Tsffi/speculationPlan(modelDir:optionsJSON:)`` previews: its
+    /// speculation, or its refusal where the refusal is the open's own.
+    public var preview: OpenOutcome
+    /// What the engine reported.
+    public var engine: OpenOutcome
+    /// The fields that differ: "status", "message", "speculation.block",
+    /// "speculation.drafter", "speculation.reason"; empty when they agree.
+    public var differences: [String]
+    /// The engine revision the preview mirrors, as build info reports it
+    /// (`"engine"`, `"engineVersion"`).
+    public var revision: [String: String]
 }
 
 /// What an install's files say (`tsffi_install_info_json`), so a GUI can show

@@ -25,6 +25,13 @@ import Observation
 /// main actor. A result is published only if no newer change was made after
 /// the one it answers: changes that race never show a superseded answer, and
 /// the answer shown is always for ``answered``.
+///
+/// After the host opens the session with the same install and options, it
+/// hands the model what the engine reported (``reconcile(engine:)``):
+/// ``engineOutcome`` is then the engine's own outcome to show, and
+/// ``disagreement`` the reconcile result when the preview disagreed with it
+/// (for a diagnostics log or a bug report). Both are for ``reconciled`` and
+/// are cleared when the inputs change.
 @MainActor
 @Observable
 public final class SpeculationSettings {
@@ -154,6 +161,26 @@ public final class SpeculationSettings {
     public private(set) var answered: Request?
     /// True while the inputs have changed since the last published answer.
     public private(set) var isUpdating = false
+    /// The preview held against what the engine's open reported for
+    /// ``reconciled`` (nil before ``reconcile(engine:)``, and after the inputs
+    /// change).
+    public private(set) var reconciliation: Reconciliation?
+    /// The inputs ``reconciliation`` is for.
+    public private(set) var reconciled: Request?
+
+    /// What the engine's open decided (or that it failed), as it reported it:
+    /// the outcome to show after the open. Nil before ``reconcile(engine:)``.
+    public var engineOutcome: OpenOutcome? { reconciliation?.engine }
+
+    /// The reconcile result when the preview disagreed with the engine's
+    /// open: what each side said and the fields that differ. Nil when they
+    /// agree, and before ``reconcile(engine:)``.
+    public var disagreement: Reconciliation? {
+        guard let reconciliation, !reconciliation.agrees else {
+            return nil
+        }
+        return reconciliation
+    }
 
     /// Answers that came back, published or dropped as superseded (tests
     /// wait on it to know a held-back answer has come back).
@@ -293,10 +320,42 @@ public final class SpeculationSettings {
         }
     }
 
+    // MARK: after the open
+
+    /// What the engine reported after the host opened the session with
+    /// ``request``'s install and options (the session's info, or the failed
+    /// open's status and message), held against the preview off the main
+    /// actor (`tsffi_reconcile`). The result is published as
+    /// ``reconciliation`` when the inputs are still the same, and a
+    /// disagreement makes the library's later plans of the same install and
+    /// options answer in the engine's words. Throws what the call throws (a
+    /// malformed report is ``TsffiStatus/invalidArgument``).
+    @discardableResult
+    public func reconcile(engine: EngineReport) async throws(TsffiError) -> Reconciliation {
+        let asked = request
+        guard let dir = asked.modelDir else {
+            throw TsffiError(status: .invalidArgument,
+                             message: "no model directory: reconcile after opening an install",
+                             function: "SpeculationSettings.reconcile(engine:)")
+        }
+        let optionsJSON = try asked.options.json()
+        let result = try await Tsffi.Background.reconcile(modelDir: dir, optionsJSON: optionsJSON,
+                                                          engine: engine)
+        if request == asked {
+            reconciliation = result
+            reconciled = asked
+        }
+        return result
+    }
+
     // MARK: the computation
 
     private func start(_ new: Request) {
         request = new
+        if reconciled != new {
+            reconciliation = nil
+            reconciled = nil
+        }
         generation &+= 1
         let mine = generation
         guard new.modelDir != nil else {

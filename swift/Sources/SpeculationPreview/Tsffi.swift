@@ -146,6 +146,32 @@ public enum Tsffi {
         try decode(Store.self, storeJSON(), from: "tsffi_store_json")
     }
 
+    /// The preview held against what the engine's real open reported for
+    /// the same install and options (`tsffi_reconcile`): call it right after
+    /// `ts_session_open` with the very `modelDir` and options JSON the open
+    /// was given, and the session's info (or the failed open's status and
+    /// message). After a disagreement, later plans of the same install and
+    /// options text answer the engine's outcome (``PlanResult/source`` is
+    /// ``PlanSource/engine``) for the life of the process; an agreement
+    /// forgets it. Throws ``TsffiStatus/invalidArgument`` for a malformed
+    /// report, naming what was wrong.
+    public static func reconcile(modelDir: String, optionsJSON: String?, engine: EngineReport)
+        throws(TsffiError) -> Reconciliation
+    {
+        try decode(Reconciliation.self,
+                   reconcileJSON(modelDir: modelDir, optionsJSON: optionsJSON, engineJSON: engine.json()),
+                   from: "tsffi_reconcile")
+    }
+
+    /// ``reconcile(modelDir:optionsJSON:engine:)`` with this package's typed
+    /// options (sent as ``Options/json()``, the text the open must have been
+    /// given for the memory to apply to its plans).
+    public static func reconcile(modelDir: String, options: Options = .default, engine: EngineReport)
+        throws(TsffiError) -> Reconciliation
+    {
+        try reconcile(modelDir: modelDir, optionsJSON: try options.json(), engine: engine)
+    }
+
     /// The library's build information (`tsffi_build_info_json`).
     public static func buildInfo() throws(TsffiError) -> BuildInfo {
         try decode(BuildInfo.self, buildInfoJSON(), from: "tsffi_build_info_json")
@@ -194,6 +220,16 @@ public enum Tsffi {
     public static func resolveSpeculationJSON(optionsJSON: String?) throws(TsffiError) -> String {
         try callJSON("tsffi_resolve_speculation", (optionsJSON, "options_json")) {
             tsffi_resolve_speculation($0[0], $1)
+        }
+    }
+
+    /// `tsffi_reconcile`, JSON in and out.
+    public static func reconcileJSON(modelDir: String, optionsJSON: String?, engineJSON: String)
+        throws(TsffiError) -> String
+    {
+        try callJSON("tsffi_reconcile", (modelDir, "model_dir"), (optionsJSON, "options_json"),
+                     (engineJSON, "engine_json")) {
+            tsffi_reconcile($0[0]!, $0[1], $0[2]!, $1)
         }
     }
 
@@ -311,3 +347,23 @@ public enum Tsffi {
     }
 }
 
+/// What the engine reported after `ts_session_open`, as
+/// ``Tsffi/reconcile(modelDir:optionsJSON:engine:)`` sends it.
+public enum EngineReport: Sendable, Hashable {
+    /// `ts_session_info_json`'s text, verbatim (only its "speculation" is read).
+    case sessionInfo(String)
+    /// The open failed: its status and `ts_last_error`'s text.
+    case openFailed(status: Int32, message: String)
+
+    /// The `engine_json` text the library is sent.
+    public func json() -> String {
+        switch self {
+        case .sessionInfo(let text):
+            return text
+        case .openFailed(let status, let message):
+            let quoted = String(decoding: (try? JSONEncoder().encode(message)) ?? Data("\"\"".utf8),
+                                as: UTF8.self)
+            return #"{"status": \#(status), "message": \#(quoted)}"#
+        }
+    }
+}
