@@ -296,9 +296,23 @@ public struct Reconciliation: Codable, Sendable, Hashable {
     /// The fields that differ: "status", "message", "speculation.block",
     /// "speculation.drafter", "speculation.reason"; empty when they agree.
     public var differences: [String]
-    /// The engine revision the preview mirrors, as build info reports it
-    /// (`"engine"`, `"engineVersion"`).
-    public var revision: [String: String]
+    /// The engine revision the preview mirrors, as build info reports it.
+    public var revision: EngineRevision
+}
+
+/// Which engine a preview mirrors (``BuildInfo`` says the same): the engine,
+/// the version of its speculation policy, and the revision (commit) each
+/// other rule follows, by part ("open", "manifest", "blockers", ...).
+public struct EngineRevision: Codable, Sendable, Hashable {
+    public var engine: String
+    public var engineVersion: String
+    public var engineRevisions: [String: String]
+
+    public init(engine: String, engineVersion: String, engineRevisions: [String: String]) {
+        self.engine = engine
+        self.engineVersion = engineVersion
+        self.engineRevisions = engineRevisions
+    }
 }
 
 /// What an install's files say (`tsffi_install_info_json`), so a GUI can show

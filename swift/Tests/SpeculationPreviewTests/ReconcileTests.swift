@@ -17,8 +17,12 @@ import Testing
             + #""speculation": \#(speculation), "kvBits": "off", "status": "ready"}"#)
     }
 
-    static var revision: [String: String] {
-        ["engine": Fixtures.engine, "engineVersion": Fixtures.engineVersion]
+    static var revision: EngineRevision {
+        EngineRevision(engine: Fixtures.engine, engineVersion: Fixtures.engineVersion,
+                       engineRevisions: ["policy": "0.3.0", "open": "0a45c54", "manifest": "54bc43a",
+                                         "residentIndex": "08aaf13", "dtypeGates": "0a45c54",
+                                         "drafterBuild": "22f47a2", "blockers": "22f47a2",
+                                         "turn": "0a45c54"])
     }
 
     @Test func anAgreeingSessionAgrees() throws {
