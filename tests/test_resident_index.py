@@ -218,14 +218,18 @@ def test_check7_name_boundaries_accepted(tmp_path):
     ("scale plane", "scale_offset", "scale_size", "scale_plane_out_of_range"),
     ("bias plane", "bias_offset", "bias_size", "bias_plane_out_of_range"),
 ])
-@pytest.mark.parametrize("where", ["before", "after", "straddles_end", "huge"])
+@pytest.mark.parametrize("where", ["before", "after", "straddles_end", "one_byte_past_end", "huge"])
 def test_check7_plane_outside_resident_region(tmp_path, plane, off_field, size_field,
                                               check, where):
     data = base_file()
     index_size = get_header(data, "index_size")
     end = index_size + get_header(data, "resident_size")
     offset, size = {"before": (index_size - 1, 8), "after": (end, 8),
-                    "straddles_end": (end - 4, 8), "huge": (U64_MAX, U64_MAX)}[where]
+                    "straddles_end": (end - 4, 8),
+                    # The smallest overrun: [end - 7, end + 1). The C pass's bound
+                    # `size <= resident_end - offset` made `<= ... + 1` survives
+                    # every other row here (each overruns by 4 or more).
+                    "one_byte_past_end": (end - 7, 8), "huge": (U64_MAX, U64_MAX)}[where]
     set_entry(data, 0, off_field, offset)
     set_entry(data, 0, size_field, size)
     msg = refused(tmp_path, data, check)
