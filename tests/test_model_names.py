@@ -293,7 +293,8 @@ def test_the_c_abi_checks_model_dir_alike(loaded, fn, label, argument, message):
 
 
 # ---------------------------------------------------------------------------
-# Through the C ABI: a host that sets its environment after its first call,
+# Through the C ABI: a host whose environment is what it was when the library
+# was loaded (a setenv() after it is not seen: tsffi_getenv says why), that
 # chdir()s, and whose store is rewritten between two calls.
 
 @pytest.fixture(scope="module")
@@ -302,9 +303,9 @@ def alias_host(tmp_path_factory) -> Path:
 
 
 class Host:
-    def __init__(self, exe: Path, cwd: Path) -> None:
-        # No environment at all: neither $TURBOSPARK_HOME nor $HOME at start.
-        self.proc = subprocess.Popen([str(exe)], cwd=cwd, env={}, stdin=subprocess.PIPE,
+    def __init__(self, exe: Path, cwd: Path, env: dict | None = None) -> None:
+        # By default no environment at all: neither $TURBOSPARK_HOME nor $HOME.
+        self.proc = subprocess.Popen([str(exe)], cwd=cwd, env=env or {}, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def say(self, line: str) -> str:
@@ -336,13 +337,9 @@ def test_a_c_host_sees_every_change_on_its_next_call(alias_host, tmp_path):
     dflash = write_install(tmp_path / "x" / "dflash", dflash=True)
     both = write_install(tmp_path / "x" / "both", mtp=True, dflash=True)
     in_home = write_install(home / ".turbospark" / "models" / "qm.gturbo-vision")
-    host = Host(alias_host, work)
+    host = Host(alias_host, work, {"TURBOSPARK_HOME": str(store)})
     try:
-        # The first call, with no environment: the name as a path, unread.
-        assert host.read("qm") == str(work / "qm")
-        assert host.call("drafter", "qm")["installHasMtpHead"] is None
-        # setenv after the first call is honoured.
-        assert host.say(f"setenv TURBOSPARK_HOME {store}") == "ok"
+        # The store the environment named when the library was loaded.
         assert host.read("qm") == str(default)
         assert host.call("drafter", "qm")["installHasMtpHead"] is True
         # The alias recorded, then re-pointed: each seen on the next call.
@@ -374,16 +371,58 @@ def test_a_c_host_sees_every_change_on_its_next_call(alias_host, tmp_path):
         assert host.say(f"chdir {work}") == "ok"
         shutil.rmtree(local)
         assert host.read("qm") == str(default)
-        # $HOME's store when $TURBOSPARK_HOME goes; none when both go.
+        # A setenv() or unsetenv() after the load changes nothing: the
+        # library copied both variables then.
         assert host.say("unsetenv TURBOSPARK_HOME") == "ok"
         assert host.say(f"setenv HOME {home}") == "ok"
-        assert host.read("qm") == str(in_home)
-        assert host.say("unsetenv HOME") == "ok"
-        assert host.read("qm") == str(work / "qm")
+        assert host.read("qm") == str(default)
         # An absolute install path is read as itself throughout.
         assert host.read(str(dflash)) == str(dflash)
     finally:
         host.close()
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, "work/qm"),  # neither variable: the name as a path, unread
+    ({"HOME": "H"}, "H/.turbospark/models/qm.gturbo-vision"),
+    ({"HOME": "H", "TURBOSPARK_HOME": "S"}, "S/models/text/qm.gturbo"),
+])
+def test_a_c_host_s_store_is_named_by_its_environment_at_load(alias_host, tmp_path, env,
+                                                               expected):
+    work = tmp_path / "work"
+    work.mkdir()
+    write_install(tmp_path / "S" / "models" / "text" / "qm.gturbo", mtp=True)
+    write_install(tmp_path / "H" / ".turbospark" / "models" / "qm.gturbo-vision")
+    host = Host(alias_host, work, {k: str(tmp_path / v) for k, v in env.items()})
+    try:
+        assert host.read("qm") == str(tmp_path / expected)
+        # Set after the load: not seen.
+        assert host.say(f"setenv TURBOSPARK_HOME {tmp_path / 'S'}") == "ok"
+        assert host.read("qm") == str(tmp_path / expected)
+    finally:
+        host.close()
+
+
+@pytest.fixture(scope="module")
+def setenv_race(tmp_path_factory) -> Path:
+    return compile_c_host(C_DIR / "setenv_race.c",
+                          tmp_path_factory.mktemp("setenv_race") / "setenv_race")
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_a_host_setenv_racing_alias_plans_cannot_crash_it(setenv_race, tmp_path, run):
+    """Issue 40, item 2: from the worker's first answer on, the main thread
+    setenv()s new names, clears the environment now and then (glibc frees
+    its array) and flips TURBOSPARK_HOME, while the worker plans an alias
+    20,000 times. Before: SIGSEGV in getenv (3 of 3 runs of the issue's host;
+    3 of 5 of this one against d055cb0's library). Every answer is the store
+    named at load. The timeout is the watchdog."""
+    store = tmp_path / "store"
+    install = write_install(store / "models" / "text" / "qm.gturbo", mtp=True)
+    done = subprocess.run([str(setenv_race), "qm", "20000"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={"TURBOSPARK_HOME": str(store)})
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [f"20000 x 0 {install}", "setenv calls: some"]
 
 
 def test_a_c_host_with_a_removed_working_directory(alias_host, tmp_path):

@@ -15,10 +15,11 @@ An absolute name that is a directory comes back exactly as given (no
 normalisation: `a/link/..` is not `a` when `link` is a symlink), which is
 also what lets the C warm path key on it (see tsffi_embed.c).
 
-The environment is read through `_getenv`, replaceable by `use_getenv`: inside
-the C library `os.environ` is a copy taken when the embedded interpreter
-started, and a host that sets `TURBOSPARK_HOME` after its first call must be
-honoured, so `_abi.bind` hands in a reader of the live C environment.
+The environment is read through `_getenv`, replaceable by `use_getenv`: in
+the library's own interpreter `_abi.bind` hands in the values the library
+copied when it was loaded (tsffi_getenv in src/tsffi_embed.c says why never
+the live environment: a host's setenv() racing a getenv() crashed the host);
+in a host's interpreter it stays that interpreter's `os.environ`.
 """
 
 from __future__ import annotations
