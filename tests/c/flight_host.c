@@ -5,10 +5,12 @@
  * one per thread, is the single flight of install.py.
  *
  * Run: flight_host DIR [DIR...]   (thread i plans DIR number i % count)
- * Prints "plan <status>" per thread, in thread order. */
+ * Prints "plan <status>" per thread, in thread order, then "maxrss <KiB>":
+ * the process's peak resident set (getrusage), what the reads cost. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include "tsffi.h"
 
@@ -30,6 +32,7 @@ static void *run(void *arg) {
 
 int main(int argc, char **argv) {
     pthread_t threads[THREADS];
+    struct rusage usage;
     char *out = NULL;
     int i;
     if (argc < 2)
@@ -46,5 +49,7 @@ int main(int argc, char **argv) {
         pthread_join(threads[i], NULL);
     for (i = 0; i < THREADS; i++)
         printf("plan %d\n", (int)statuses[i]);
+    getrusage(RUSAGE_SELF, &usage);
+    printf("maxrss %ld\n", (long)usage.ru_maxrss);
     return 0;
 }
