@@ -10,7 +10,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
-#include <sys/resource.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tsffi.h"
 
@@ -20,6 +21,19 @@ static char **dirs;
 static int dir_count;
 static pthread_barrier_t barrier;
 static int32_t statuses[THREADS];
+
+static long peak_rss_kib(void) {
+    char line[256];
+    long kib = -1;
+    FILE *status = fopen("/proc/self/status", "r");
+    if (status == NULL)
+        return -1;
+    while (fgets(line, sizeof line, status) != NULL)
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kib = atol(line + 6);
+    fclose(status);
+    return kib;
+}
 
 static void *run(void *arg) {
     int index = (int)(size_t)arg;
@@ -32,7 +46,6 @@ static void *run(void *arg) {
 
 int main(int argc, char **argv) {
     pthread_t threads[THREADS];
-    struct rusage usage;
     char *out = NULL;
     int i;
     if (argc < 2)
@@ -49,7 +62,6 @@ int main(int argc, char **argv) {
         pthread_join(threads[i], NULL);
     for (i = 0; i < THREADS; i++)
         printf("plan %d\n", (int)statuses[i]);
-    getrusage(RUSAGE_SELF, &usage);
-    printf("maxrss %ld\n", (long)usage.ru_maxrss);
+    printf("maxrss %ld\n", peak_rss_kib());
     return 0;
 }
