@@ -9,10 +9,12 @@ rewritten, truncated, touched, made a symlink elsewhere -- is a new key and a
 fresh read.
 
 The cache must be invisible, and a timestamp alone is not proof: file times
-come from a coarse clock (a few milliseconds), so a rewrite within one tick of
-the previous write can keep size and mtime. As git does with its index, a
-snapshot whose files were modified within `RACY_WINDOW_NS` of being read is
-not trusted, and is re-read on every call until the files have aged.
+come from a coarse clock (a few milliseconds; whole seconds on some file
+systems), so a rewrite within one tick of the previous write can keep size
+and mtime. As git does with its index, a snapshot whose files were modified
+within the racy window of being read (`regular_file.settled`: 100 ms, 3 s
+for a file whose times have no nanoseconds) is not trusted, and is re-read
+on every call until the files have aged.
 
 The key is `struct tsffi_file_key[2]` of src/tsffi_embed.c, as bytes: the
 library's warm path compares exactly these bytes, so inside the library the
@@ -35,7 +37,7 @@ from .errors import ResidentIndexError, SpeculationRefused, TurbosparkError
 from .expert_layout import (LAYOUT_PATH, REASON_UNREADABLE_LAYOUT, ExpertLayout,
                             load_expert_layout)
 from .policy import DrafterChoice, SpeculativeDrafter, resolve_drafter
-from .regular_file import RACY_WINDOW_NS  # one window for every reader's cache
+from .regular_file import RACY_WINDOW_NS, settled  # one rule for every reader's cache
 from .resident_index import REASON_UNREADABLE_INDEX, ResidentIndex, load_resident_index
 
 __all__ = ["InstallSnapshot", "snapshot", "clear_cache", "use_native_keys", "file_keys",
@@ -95,11 +97,11 @@ def keys_in_use():
 _MISSING = object()
 
 
-def _newest_time(key: bytes) -> int:
-    """The latest mtime or ctime among the files stat() saw (0: none)."""
+def _file_times(key: bytes) -> list[int]:
+    """Every mtime and ctime of the files stat() saw."""
     fields = memoryview(key).cast("q")
-    return max((fields[at + t] for at in range(0, len(fields), _FIELDS) if fields[at]
-                for t in (4, 5)), default=0)
+    return [fields[at + t] for at in range(0, len(fields), _FIELDS) if fields[at]
+            for t in (4, 5)]
 
 
 class InstallSnapshot:
@@ -208,8 +210,7 @@ def _read(model_dir: str, key: bytes, asked: int | None = None) -> InstallSnapsh
         fresh, number = _shared(model_dir, twin), _read_number.get(twin.model_dir, 0)
     else:
         started = time.time_ns()
-        fresh = InstallSnapshot(model_dir, key,
-                                trusted=started - _newest_time(key) > RACY_WINDOW_NS)
+        fresh = InstallSnapshot(model_dir, key, trusted=settled(started, _file_times(key)))
         # A file that changed while it was being read must not be remembered.
         if _keys(model_dir) != key:
             fresh.trusted = False
