@@ -193,12 +193,30 @@ def test_the_environment_is_read_at_each_resolution(tmp_path, monkeypatch, live_
     assert model_names.resolve_model_name("qm") == str(tmp_path / "cwd/qm")
 
 
-def test_a_removed_working_directory_keeps_the_name(tmp_path, monkeypatch, live_env):
+def removed_cwd_message(path: str, what: str = "model_dir") -> str:
+    return (f"{what} resolves to the relative path \"{path}\", and the working directory it is "
+            "relative to was removed (No such file or directory): a result names the directory "
+            "it read by its absolute path, and this one has none; accepts an absolute path (or "
+            "a relative one while the working directory exists)")
+
+
+@pytest.mark.parametrize("name, shown", [("qm", "qm"), (".", "."), ("./mtp", "./mtp"),
+                                         ("a/../b", "a/../b")])
+def test_a_removed_working_directory_refuses_a_relative_name(tmp_path, monkeypatch, live_env,
+                                                             name, shown):
+    """Issue 40, item 8: the name came back as given ("modelDir": "mtp" or
+    "."), where a result promises an absolute path. `.` is still a
+    directory then (the removed one), and still has no name."""
     gone = tmp_path / "gone"
     gone.mkdir()
     monkeypatch.chdir(gone)
     gone.rmdir()
-    assert model_names.resolve_model_name("qm") == "qm"
+    with pytest.raises(InvalidArgument) as info:
+        model_names.resolve_model_name(name)
+    assert str(info.value) == removed_cwd_message(shown)
+    assert info.value.status == 1
+    # An absolute name is its own answer, working directory or not.
+    assert model_names.resolve_model_name(str(tmp_path)) == str(tmp_path)
 
 
 def test_python_entry_points_resolve_aliases(tmp_path, monkeypatch, live_env):
@@ -426,18 +444,70 @@ def test_a_host_setenv_racing_alias_plans_cannot_crash_it(setenv_race, tmp_path,
 
 
 def test_a_c_host_with_a_removed_working_directory(alias_host, tmp_path):
-    """Resolution never fails: with the working directory gone, a relative
-    name comes back as given (and reads as no install)."""
+    """With the working directory gone, a relative name (`.` too) has no
+    absolute path: status 1 (TSFFI_ERR_INVALID_ARGUMENT) saying so, from
+    every function that resolves a name; an absolute one still answers."""
     work = tmp_path / "work"
     work.mkdir()
+    mtp = write_install(tmp_path / "mtp", mtp=True)
     host = Host(alias_host, work)
     try:
         assert host.read("qm") == str(work / "qm")
         work.rmdir()
-        answer = host.say("plan qm")
-        status, text = answer.split(" ", 2)[1:]
-        assert status == "0"
-        assert json.loads(text)["modelDir"] == "qm"
+        for fn in ("plan", "drafter", "info"):
+            for name in ("qm", "."):
+                assert host.say(f"{fn} {name}") == f"{fn} 1 {removed_cwd_message(name)}"
+        assert host.read(str(mtp)) == str(mtp)
+    finally:
+        host.close()
+
+
+NOT_UTF8 = b"caf\xe9"
+
+
+def not_utf8_message(path: bytes, offset: int, what: str = "model_dir") -> str:
+    shown = path.decode("utf-8", "backslashreplace")
+    return (f"{what} resolves to {shown}, which is not UTF-8 (invalid byte 0xe9 at offset "
+            f"{offset}; shown escaped): results name the directory read in UTF-8, so the library "
+            "cannot name this one; the bytes come from the working directory, $TURBOSPARK_HOME "
+            "or $HOME: use ones whose paths are UTF-8")
+
+
+@pytest.mark.parametrize("where", ["cwd", "TURBOSPARK_HOME", "HOME"])
+def test_a_path_that_is_not_utf8_is_refused_not_passed_through(alias_host, tmp_path, where):
+    """Issue 40, item 6: bytes that are not UTF-8 in the working directory,
+    $TURBOSPARK_HOME or $HOME came back as lone surrogates in "modelDir" and
+    "storeFile", and Swift's decoders refuse such a result whole. Now every
+    line the host prints is UTF-8 (Host reads it as strict UTF-8 text): a
+    plan whose directory would hold such bytes is status 1 saying which
+    byte, and the store listing says why it lists nothing."""
+    base = os.fsencode(tmp_path)
+    odd = base + b"/" + NOT_UTF8
+    os.mkdir(odd)
+    work, env = tmp_path, {}
+    if where == "cwd":
+        work = Path(os.fsdecode(odd))
+        named, offset, expected_store = odd + b"/qm", len(base) + 4, None
+    else:
+        store = odd if where == "TURBOSPARK_HOME" else odd + b"/.turbospark"
+        os.makedirs(store + b"/models/text/qm.gturbo", exist_ok=True)
+        env = {where: os.fsdecode(odd)}
+        named, offset = store + b"/models/text/qm.gturbo", len(base) + 4
+        expected_store = store + b"/installed.json"
+    host = Host(alias_host, work, env)
+    try:
+        for fn in ("plan", "drafter", "info"):
+            assert host.say(f"{fn} qm") == f"{fn} 1 {not_utf8_message(named, offset)}"
+        listing = host.say("store")
+        fn, status, text = listing.split(" ", 2)
+        assert (fn, status) == ("store", "0")
+        if expected_store is None:  # no store at all: HOME and TURBOSPARK_HOME unset
+            assert json.loads(text)["storeFile"] is None
+        else:
+            assert json.loads(text) == {
+                "root": None, "storeFile": None, "storeRead": False, "aliases": [],
+                "reason": "no store listing: " + not_utf8_message(
+                    expected_store, offset, "the store's installed.json")}
     finally:
         host.close()
 

@@ -238,9 +238,15 @@ def test_host_whose_working_directory_was_removed(drivers, installs, tmp_path):
                    what="host in a removed cwd")
     assert run.extras["cd"] == "ok cwd_gone=1"
     check_common(run)
-    rel = run.records["relative"].json()
-    assert rel["drafter"]["installHasMtpHead"] is None
-    assert rel["speculation"]["reason"] == io_failed("open", errno.ENOENT)
+    # A relative name has no absolute path there: refused (issue 40, item 8),
+    # where it was TSFFI_OK with "modelDir": "mtp".
+    rel = run.records["relative"]
+    assert (rel.status, rel.out) == (CODES["TSFFI_ERR_INVALID_ARGUMENT"], None)
+    assert rel.err == (
+        "model_dir resolves to the relative path \"mtp\", and the working directory it is "
+        "relative to was removed (No such file or directory): a result names the directory it "
+        "read by its absolute path, and this one has none; accepts an absolute path (or a "
+        "relative one while the working directory exists)")
     assert_signals_untouched(run)
 
 
