@@ -97,6 +97,7 @@ def test_a_changed_install_is_read_again(lib, tmp_path, monkeypatch, aged_clock,
         os.utime(weights)
         # Same content, same answer: what must change is who answers.
         assert not _remembered(lib, d, monkeypatch), "a touched file must reach Python"
+        assert _remembered(lib, d, monkeypatch), "the touched install's answer is C's again"
         return
     elif change == "remove":
         weights.unlink()
@@ -108,6 +109,15 @@ def test_a_changed_install_is_read_again(lib, tmp_path, monkeypatch, aged_clock,
     second = plan(lib, d)
     assert second != first
     assert expect(second)
+    # The fresh answer REPLACES the stale one in the warm path, so the next
+    # call is C's again. A changed install given a new slot instead left the
+    # stale slot first in line for the name: it shadowed every fresh answer,
+    # and every later call went to Python (answers right, the warm path
+    # silently gone). Mutation check (issue 40, item 9): tsffi_cache_put
+    # without its search for the name's slot fails every row here at this
+    # line; nothing else in the suite saw it.
+    assert _remembered(lib, d, monkeypatch), "the changed install's answer is C's again"
+    assert plan(lib, d) == second
 
 
 def test_a_fresh_install_is_not_remembered(lib, tmp_path, monkeypatch):
