@@ -530,21 +530,23 @@ def _packed_names(fd: int, table: bytes, count: int, index_size: int,
     Memory: the table plus the names, whatever the index region's size.
     Raises check 6's short read as the block read does (the last range read
     ends where the last name ends)."""
-    from bisect import bisect_right
     offsets, ends = _name_ranges(table, count)
     # Names reaching past the table (ones starting inside it are re-pointed
     # to nothing: the first range then starts at table_end, where they need
     # it); a name below the header or past the region fails check 7 unread.
-    wanted = sorted((max(start, table_end), end) for start, end in zip(offsets, ends)
+    wanted = sorted((max(start, table_end), end, k)
+                    for k, (start, end) in enumerate(zip(offsets, ends))
                     if start >= HEADER_SIZE and table_end < end <= index_size)
     starts: list[int] = []
     stops: list[int] = []
-    for start, end in wanted:
+    range_of: dict[int, int] = {}  # entry -> the range its name is read in
+    for start, end, k in wanted:
         if stops and start <= stops[-1] + _GAP_READ:
             stops[-1] = max(stops[-1], end)
         else:
             starts.append(start)
             stops.append(end)
+        range_of[k] = len(starts) - 1
     parts = [_read_region(fd, stop - start, start) for start, stop in zip(starts, stops)]
     bases = []
     at = table_end
@@ -556,10 +558,10 @@ def _packed_names(fd: int, table: bytes, count: int, index_size: int,
         start, end = offsets[k], ends[k]
         if start < table_end or end > index_size:
             continue  # in the table (read whole), or check 7's failure
-        if start == end:
-            new = table_end  # an empty name needs no bytes
+        r = range_of.get(k)
+        if r is None:
+            new = table_end  # an empty name at table_end: it needs no bytes
         else:
-            r = bisect_right(starts, start) - 1
             new = bases[r] + (start - starts[r])
         moved[k * ENTRY_SIZE:k * ENTRY_SIZE + 4] = new.to_bytes(4, "little")
     return bytes(moved), b"".join(parts)
