@@ -393,7 +393,7 @@ static pthread_once_t tsffi_classify_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t tsffi_gil_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tsffi_gil_changed = PTHREAD_COND_INITIALIZER;
 static unsigned long long tsffi_gil_asked = 0, tsffi_gil_seen = 0; /* under tsffi_gil_lock */
-static int tsffi_gil_prober = 0;                                    /* under tsffi_gil_lock */
+static int tsffi_gil_prober = 0;                                   /* under tsffi_gil_lock */
 static const char tsffi_gil_message[] =
     "the host's Python interpreter did not let its GIL go within 2 seconds: the host started "
     "Python itself and one of its threads holds the GIL (a host that calls Py_Initialize keeps "
