@@ -63,14 +63,16 @@
  *    path holding bytes that are not UTF-8 (from the working directory,
  *    TURBOSPARK_HOME or HOME), shown escaped as \xNN in the message.
  *  - ENVIRONMENT. TURBOSPARK_HOME and HOME, which name the store, are copied
- *    once, when the library is loaded, and the live environment is never
- *    read again: POSIX leaves getenv() racing another thread's setenv()
- *    undefined (a crash, seen), and no lock of the library's can stop a
- *    host's setenv(). Set them before loading the library (for a library
- *    the host links: before main). A Python host (the library loaded into
- *    a running interpreter) is read through that interpreter's os.environ.
- *    The embedded interpreter's start, in the first call, copies the whole
- *    environment as CPython does: do not setenv() while the first call runs.
+ *    once, at the library's first call (the first of any function but
+ *    tsffi_abi_version, tsffi_last_error and tsffi_string_free), and the
+ *    live environment is never read again: POSIX leaves getenv() racing
+ *    another thread's setenv() undefined (a crash, seen), and no lock of the
+ *    library's can stop a host's setenv(). Set them before the first call;
+ *    a later setenv() is not seen. The first call also starts the embedded
+ *    interpreter, whose start copies the whole environment as CPython does:
+ *    do not setenv() while the first call runs; after it, at any time. A
+ *    Python host (the library loaded into a running interpreter) is read
+ *    through that interpreter's os.environ, at each call.
  *  - Results come back as NUL-terminated UTF-8 JSON through a char **
  *    out-parameter. *out is set to NULL on entry; on TSFFI_OK it points to a
  *    string the CALLER owns and must release with tsffi_string_free(); on any

@@ -133,23 +133,25 @@ static void tsffi_set_error(const char *msg, size_t n) {
 
 static void tsffi_set_error_str(const char *msg) { tsffi_set_error(msg, strlen(msg)); }
 
-/* The two variables model names are resolved by, read ONCE, when the library
- * is loaded (tsffi_library_loaded), and never again.
+/* The two variables model names are resolved by, read ONCE, at the library's
+ * first call (tsffi_classify_host, before the runtime starts), and never again.
  *
  * Why not at each call, as the engine reads them: POSIX leaves getenv()
  * racing another thread's setenv() undefined, and glibc frees the array of
  * variables a setenv() of a new name grows, so a getenv() walking it at that
  * moment reads freed memory (issue 40: a host setenv()ing on its main thread
  * while a worker planned an alias died with SIGSEGV in getenv, 3 of 3 runs).
- * No lock of the library's can stop a host's setenv(). The load is the one
- * moment no host thread is inside the library, and for a library the host
- * links, before its main(); so the variables are copied then, and a host sets
- * them before it loads the library (docs/c-api.md, Model names). A Python
- * host's interpreter reads its own os.environ instead (_abi.bind): its
- * changes go through os.environ under the GIL. */
+ * No lock of the library's can stop a host's setenv(). Why the first call:
+ * it starts CPython, whose start walks the whole environment anyway (to build
+ * os.environ: a setenv() racing the first call crashed there, seen), so the
+ * first call is already a moment the host must leave its environment alone;
+ * reading the two variables in it adds no moment of its own, and a host may
+ * still setenv() them before it (docs/shipping.md: a sandboxed app sets
+ * TURBOSPARK_HOME). A Python host's interpreter reads its own os.environ
+ * instead (_abi.bind): its changes go through os.environ under the GIL. */
 static const char *const tsffi_env_names[] = {"TURBOSPARK_HOME", "HOME"};
 #define TSFFI_ENV_COUNT (sizeof tsffi_env_names / sizeof tsffi_env_names[0])
-static char *tsffi_env_values[TSFFI_ENV_COUNT]; /* NULL: unset when loaded */
+static char *tsffi_env_values[TSFFI_ENV_COUNT]; /* NULL: unset at the first call */
 
 static void tsffi_env_snapshot(void) {
     size_t i;
@@ -164,7 +166,7 @@ static void tsffi_env_snapshot(void) {
     }
 }
 
-/* Called by Python: the value `name` had when the library was loaded (NULL:
+/* Called by Python: the value `name` had at the library's first call (NULL:
  * unset, or not one of the variables the library reads). */
 static const char *tsffi_getenv(const char *name) {
     size_t i;
@@ -408,10 +410,12 @@ static int tsffi_is_built_version(const char *version) {
            !(version[n] >= '0' && version[n] <= '9');
 }
 
-/* At the first call, before the runtime starts: whether an interpreter of
- * the right X.Y is already running (the host's). One of another X.Y is left
- * to tsffi_runtime_start, which refuses it without touching it. */
+/* At the first call, before the runtime starts: the environment's two
+ * variables (tsffi_getenv), and whether an interpreter of the right X.Y is
+ * already running (the host's). One of another X.Y is left to
+ * tsffi_runtime_start, which refuses it without touching it. */
 static void tsffi_classify_host(void) {
+    tsffi_env_snapshot();
     tsffi_host_interpreter = Py_IsInitialized() && tsffi_is_built_version(Py_GetVersion());
 }
 
@@ -560,7 +564,6 @@ static void tsffi_after_fork_child(void) {
 __attribute__((constructor)) static void tsffi_library_loaded(void) {
     pthread_once(&tsffi_error_once, tsffi_error_key_init);
     pthread_atfork(NULL, NULL, tsffi_after_fork_child);
-    tsffi_env_snapshot();
 }
 
 /* ------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def bind(ffi, lib) -> None:
     from . import install
     install.use_native_keys(_install_keys(ffi, lib))
     # The store root's variables. In the library's own interpreter: the
-    # values the library copied when it was loaded (tsffi_getenv says why
+    # values the library copied at its first call (tsffi_getenv says why
     # never the live environment: a host's setenv() racing a getenv() is a
     # crash). In a host's interpreter (a Python program, an app embedding
     # Python): that interpreter's os.environ, as any Python code there reads

@@ -17,7 +17,7 @@ also what lets the C warm path key on it (see tsffi_embed.c).
 
 The environment is read through `_getenv`, replaceable by `use_getenv`: in
 the library's own interpreter `_abi.bind` hands in the values the library
-copied when it was loaded (tsffi_getenv in src/tsffi_embed.c says why never
+copied at its first call (tsffi_getenv in src/tsffi_embed.c says why never
 the live environment: a host's setenv() racing a getenv() crashed the host);
 in a host's interpreter it stays that interpreter's `os.environ`.
 """
