@@ -387,7 +387,7 @@ static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
 
 /* 2 s: far above a Python host's normal hand-over of the GIL (its switch
  * interval is 5 ms), short of what a GUI's worker waits before it counts
- * the call as hung. */
+ * the call as hung. tsffi_gil_message and the docs say "2 seconds". */
 #define TSFFI_GIL_WAIT_MS 2000
 
 static int tsffi_host_interpreter = 0; /* set once, by tsffi_classify_host */
