@@ -128,12 +128,32 @@ def python_of(pythons: dict, minor: str) -> dict:
     return pythons[minor]
 
 
+def linked_host(tmp_path: Path, python: dict) -> Path:
+    """python_host with the libpython linked in (DT_NEEDED, before anything
+    else), as a host embedding that Python is built: it is then first in
+    the process's global scope, before the library's own libpython."""
+    libdir, name = os.path.split(python["libpython"])
+    link = name[len("lib"):].split(".so")[0]
+    return compile_c_host(ROOT / "tests" / "c" / "python_host.c", tmp_path / "linked_host",
+                          link_library=False,
+                          extra=["-Wl,--no-as-needed", f"-L{libdir}", f"-l{link}",
+                                 f"-Wl,-rpath,{libdir}", "-Wl,--as-needed"])
+
+
+@pytest.mark.parametrize("how", ["dlopen", "linked"])
 @pytest.mark.parametrize("minor", VERSIONS)
-def test_a_running_python_is_used_only_when_it_is_the_built_one(host, pythons, install, minor):
+def test_a_running_python_is_used_only_when_it_is_the_built_one(host, pythons, install, minor,
+                                                                how, tmp_path):
     python = python_of(pythons, minor)
+    loaded = python["libpython"]
+    if how == "linked":
+        host = linked_host(tmp_path, python)
+        # Loaded by its soname (libpythonX.Y.so.1.0), which the link name
+        # is a symlink to: the name dladdr gives.
+        loaded = os.path.join(os.path.dirname(loaded), os.path.basename(os.path.realpath(loaded)))
     lines, stderr = run(host, python, "release", install)
     if minor != BUILT:
-        message = foreign_message(python["libpython"], python["version"])
+        message = foreign_message(loaded, python["version"])
         assert lines == [f"{fn} 9 {message}" for fn in ("info", "plan") * 2]
     else:
         info, plan = (json.loads(line.split(" ", 2)[2]) for line in lines[:2])
