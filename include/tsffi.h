@@ -63,9 +63,23 @@
  *    must be NUL-terminated UTF-8.
  *  - MODEL NAMES. Every model_dir is what the engine's open takes: the path of
  *    an install directory, or an installed alias, resolved at each call by
- *    the engine's rule (docs/c-api.md, "Model names"). Resolution never
- *    fails; each result names the directory it read as "modelDir", an
- *    absolute path.
+ *    the engine's rule (docs/c-api.md, "Model names"). Each result names the
+ *    directory it read as "modelDir", an absolute path in UTF-8; a name that
+ *    resolves to no such path is TSFFI_ERR_INVALID_ARGUMENT saying why: a
+ *    relative name (".", too) once the working directory was removed, or a
+ *    path holding bytes that are not UTF-8 (from the working directory,
+ *    TURBOSPARK_HOME or HOME), shown escaped as \xNN in the message.
+ *  - ENVIRONMENT. TURBOSPARK_HOME and HOME, which name the store, are copied
+ *    once, at the library's first call (the first of any function but
+ *    tsffi_abi_version, tsffi_last_error and tsffi_string_free), and the
+ *    live environment is never read again: POSIX leaves getenv() racing
+ *    another thread's setenv() undefined (a crash, seen), and no lock of the
+ *    library's can stop a host's setenv(). Set them before the first call;
+ *    a later setenv() is not seen. The first call also starts the embedded
+ *    interpreter, whose start copies the whole environment as CPython does:
+ *    do not setenv() while the first call runs; after it, at any time. A
+ *    Python host (the library loaded into a running interpreter) is read
+ *    through that interpreter's os.environ, at each call.
  *  - Results come back as NUL-terminated UTF-8 JSON through a char **
  *    out-parameter. *out is set to NULL on entry; on TSFFI_OK it points to a
  *    string the CALLER owns and must release with tsffi_string_free(); on any
@@ -85,6 +99,16 @@
  *
  * THREADS: every function may be called from any thread, concurrently. The
  * first calls may race; the embedded runtime starts exactly once.
+ *
+ * A HOST'S OWN PYTHON: when the process already runs a Python interpreter
+ * before the first call (the host embeds or is Python), the library runs in
+ * it, provided it is the X.Y the library was built for; one of another X.Y
+ * makes every call TSFFI_ERR_RUNTIME at once, naming both (nothing of it is
+ * touched, nothing written to stderr). Each call needs that interpreter's
+ * GIL: a call from a thread not holding it waits at most 2 seconds for the
+ * GIL to be free, then returns TSFFI_ERR_RUNTIME saying the host holds it
+ * (a host that calls Py_Initialize keeps the GIL until PyEval_SaveThread);
+ * a later call works as soon as the host releases it.
  *
  * FORK: a child forked while NO other thread is inside a call of this library
  * (a fork before the first call, or any fork of a single-threaded host) keeps

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tsffi.h"
@@ -133,11 +134,48 @@ static void tsffi_set_error(const char *msg, size_t n) {
 
 static void tsffi_set_error_str(const char *msg) { tsffi_set_error(msg, strlen(msg)); }
 
-/* Called by Python: the process's environment as it is now. The embedded
- * interpreter's os.environ is a copy taken when it started; the engine reads
- * $TURBOSPARK_HOME and $HOME at each resolution, and so must we. Python
- * copies the value at once (under the GIL, before anything else runs). */
-static const char *tsffi_getenv(const char *name) { return getenv(name); }
+/* The two variables model names are resolved by, read ONCE, at the library's
+ * first call (tsffi_classify_host, before the runtime starts), and never again.
+ *
+ * Why not at each call, as the engine reads them: POSIX leaves getenv()
+ * racing another thread's setenv() undefined, and glibc frees the array of
+ * variables a setenv() of a new name grows, so a getenv() walking it at that
+ * moment reads freed memory (issue 40: a host setenv()ing on its main thread
+ * while a worker planned an alias died with SIGSEGV in getenv, 3 of 3 runs).
+ * No lock of the library's can stop a host's setenv(). Why the first call:
+ * it starts CPython, whose start walks the whole environment anyway (to build
+ * os.environ: a setenv() racing the first call crashed there, seen), so the
+ * first call is already a moment the host must leave its environment alone;
+ * reading the two variables in it adds no moment of its own, and a host may
+ * still setenv() them before it (docs/shipping.md: a sandboxed app sets
+ * TURBOSPARK_HOME). A Python host's interpreter reads its own os.environ
+ * instead (_abi.bind): its changes go through os.environ under the GIL. */
+static const char *const tsffi_env_names[] = {"TURBOSPARK_HOME", "HOME"};
+#define TSFFI_ENV_COUNT (sizeof tsffi_env_names / sizeof tsffi_env_names[0])
+static char *tsffi_env_values[TSFFI_ENV_COUNT]; /* NULL: unset at the first call */
+
+static void tsffi_env_snapshot(void) {
+    size_t i;
+    for (i = 0; i < TSFFI_ENV_COUNT; i++) {
+        const char *value = getenv(tsffi_env_names[i]);
+        if (value != NULL) {
+            size_t n = strlen(value) + 1;
+            tsffi_env_values[i] = (char *)malloc(n);
+            if (tsffi_env_values[i] != NULL)
+                memcpy(tsffi_env_values[i], value, n);
+        }
+    }
+}
+
+/* Called by Python: the value `name` had at the library's first call (NULL:
+ * unset, or not one of the variables the library reads). */
+static const char *tsffi_getenv(const char *name) {
+    size_t i;
+    for (i = 0; i < TSFFI_ENV_COUNT; i++)
+        if (strcmp(name, tsffi_env_names[i]) == 0)
+            return tsffi_env_values[i];
+    return NULL;
+}
 
 /* Called by Python: hand a result to the caller as a malloc'd copy. */
 static int32_t tsffi_emit(char **out, const char *data, size_t n) {
@@ -381,6 +419,160 @@ static void tsffi_cache_put(int32_t fn, const char *a, const char *b,
 }
 
 /* ------------------------------------------------------------------------
+ * A host that started Python itself: its GIL.
+ *
+ * Every Python-backed call takes the GIL (PyGILState_Ensure, in cffi's
+ * glue). In an interpreter the library started, only the library's own calls
+ * hold it, each briefly. In one the host started (it embeds Python, or it is
+ * a Python program), the host decides: a host that calls Py_Initialize and
+ * never PyEval_SaveThread keeps the GIL on its main thread for good, and a
+ * call from any other thread would wait for it forever (issue 40: no status,
+ * no timeout). PyGILState_Ensure cannot be abandoned once it waits, so the
+ * wait happens on a thread of the library's own (the prober): a call asks it
+ * to take the GIL and give it back, and waits at most TSFFI_GIL_WAIT_MS for
+ * that; past it the call answers TSFFI_ERR_RUNTIME, and the prober keeps
+ * waiting (one prober, whatever the number of callers), so a later call
+ * works as soon as the host lets the GIL go. A probe that succeeded shows a
+ * host that releases the GIL; the call's own take of it then waits as any
+ * Python thread's does. A thread holding the GIL itself (ctypes.PyDLL) needs
+ * no probe. */
+
+/* 2 s: far above a Python host's normal hand-over of the GIL (its switch
+ * interval is 5 ms), short of what a GUI's worker waits before it counts
+ * the call as hung. tsffi_gil_message and the docs say "2 seconds". */
+#define TSFFI_GIL_WAIT_MS 2000
+
+static int tsffi_host_interpreter = 0; /* set once, by tsffi_classify_host */
+static pthread_once_t tsffi_classify_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t tsffi_gil_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tsffi_gil_changed = PTHREAD_COND_INITIALIZER;
+static unsigned long long tsffi_gil_asked = 0, tsffi_gil_seen = 0; /* under tsffi_gil_lock */
+static int tsffi_gil_prober = 0;                                   /* under tsffi_gil_lock */
+static const char tsffi_gil_message[] =
+    "the host's Python interpreter did not let its GIL go within 2 seconds: the host started "
+    "Python itself and one of its threads holds the GIL (a host that calls Py_Initialize keeps "
+    "the GIL on that thread until it calls PyEval_SaveThread), so a call from this thread cannot "
+    "run Python; release the GIL (PyEval_SaveThread after Py_Initialize, or Py_BEGIN_ALLOW_THREADS "
+    "around waits), or make the call from the thread that holds it";
+
+/* Whether `version` (Py_GetVersion's text) is the X.Y this was built for. */
+static int tsffi_is_built_version(const char *version) {
+    size_t n = strlen(TSFFI_BUILD_PYTHON_VERSION);
+    return strncmp(version, TSFFI_BUILD_PYTHON_VERSION, n) == 0 &&
+           !(version[n] >= '0' && version[n] <= '9');
+}
+
+/* At the first call, before the runtime starts: the environment's two
+ * variables (tsffi_getenv), and whether an interpreter of the right X.Y is
+ * already running (the host's). One of another X.Y is left to
+ * tsffi_runtime_start, which refuses it without touching it. */
+static void tsffi_classify_host(void) {
+    tsffi_env_snapshot();
+    tsffi_host_interpreter = Py_IsInitialized() && tsffi_is_built_version(Py_GetVersion());
+}
+
+static void *tsffi_gil_probe(void *unused) {
+    PyThreadState *own = NULL;
+    (void)unused;
+    for (;;) {
+        unsigned long long target;
+        pthread_mutex_lock(&tsffi_gil_lock);
+        while (tsffi_gil_seen == tsffi_gil_asked)
+            pthread_cond_wait(&tsffi_gil_changed, &tsffi_gil_lock);
+        target = tsffi_gil_asked;
+        pthread_mutex_unlock(&tsffi_gil_lock);
+        /* The thread state is made once and kept: a PyGILState_Release to
+         * zero would delete it, and make the next probe allocate anew. */
+        if (own == NULL)
+            (void)PyGILState_Ensure();
+        else
+            PyEval_RestoreThread(own);
+        own = PyEval_SaveThread();
+        pthread_mutex_lock(&tsffi_gil_lock);
+        tsffi_gil_seen = target;
+        pthread_cond_broadcast(&tsffi_gil_changed);
+        pthread_mutex_unlock(&tsffi_gil_lock);
+    }
+    return NULL;
+}
+
+/* 1 when the deadline (CLOCK_MONOTONIC) has passed; else waits on the
+ * condition until it is signalled or the deadline comes. */
+static int tsffi_gil_wait_until(const struct timespec *deadline) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > deadline->tv_sec ||
+        (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
+        return 1;
+    {
+        /* A relative wait, re-measured on every wake-up: the wall clock a
+         * plain pthread_cond_timedwait reads may jump. */
+        long long left = (long long)(deadline->tv_sec - now.tv_sec) * 1000000000LL +
+                         (deadline->tv_nsec - now.tv_nsec);
+#if defined(__APPLE__)
+        struct timespec rel = {(time_t)(left / 1000000000LL), (long)(left % 1000000000LL)};
+        pthread_cond_timedwait_relative_np(&tsffi_gil_changed, &tsffi_gil_lock, &rel);
+#else
+        struct timespec wall, until;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        left += wall.tv_nsec;
+        until.tv_sec = wall.tv_sec + (time_t)(left / 1000000000LL);
+        until.tv_nsec = (long)(left % 1000000000LL);
+        pthread_cond_timedwait(&tsffi_gil_changed, &tsffi_gil_lock, &until);
+#endif
+    }
+    return 0;
+}
+
+/* TSFFI_OK when this thread may take the GIL without waiting unboundedly:
+ * the library's own interpreter, a thread that holds the GIL already, or a
+ * probe that took it within TSFFI_GIL_WAIT_MS; else TSFFI_ERR_RUNTIME with
+ * tsffi_gil_message. */
+static int32_t tsffi_gil_within_reach(void) {
+    struct timespec deadline;
+    unsigned long long ticket;
+    int reached, late = 0;
+    /* Not initialized: a host that finalized its Python (tsffi_call says so). */
+    if (!tsffi_host_interpreter || !Py_IsInitialized() || PyGILState_Check())
+        return TSFFI_OK;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += TSFFI_GIL_WAIT_MS / 1000;
+    deadline.tv_nsec += (long)(TSFFI_GIL_WAIT_MS % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&tsffi_gil_lock);
+    if (!tsffi_gil_prober) {
+        pthread_t thread;
+        pthread_attr_t attr;
+        int err = pthread_attr_init(&attr);
+        if (err == 0) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            err = pthread_create(&thread, &attr, tsffi_gil_probe, NULL);
+            pthread_attr_destroy(&attr);
+        }
+        if (err != 0) {
+            /* Without a prober there is no bounded wait: the call takes the
+             * GIL as it did before (the host's interpreter, its rules). */
+            pthread_mutex_unlock(&tsffi_gil_lock);
+            return TSFFI_OK;
+        }
+        tsffi_gil_prober = 1;
+    }
+    ticket = ++tsffi_gil_asked;
+    pthread_cond_broadcast(&tsffi_gil_changed);
+    while (tsffi_gil_seen < ticket && !late)
+        late = tsffi_gil_wait_until(&deadline);
+    reached = tsffi_gil_seen >= ticket;
+    pthread_mutex_unlock(&tsffi_gil_lock);
+    if (reached)
+        return TSFFI_OK;
+    tsffi_set_error_str(tsffi_gil_message);
+    return TSFFI_ERR_RUNTIME;
+}
+
+/* ------------------------------------------------------------------------
  * fork().
  *
  * A GUI forks helpers while its other threads may be inside a call. The child
@@ -406,6 +598,13 @@ static const char tsffi_forked_message[] =
     "(a fork while no other thread is inside the library keeps working)";
 
 static void tsffi_after_fork_child(void) {
+    /* The prober is a thread of the parent's: the child has none, and its
+     * copy of the prober's lock may be held by it. A first probe in the
+     * child starts a prober of its own. */
+    pthread_mutex_init(&tsffi_gil_lock, NULL);
+    pthread_cond_init(&tsffi_gil_changed, NULL);
+    tsffi_gil_prober = 0;
+    tsffi_gil_asked = tsffi_gil_seen = 0;
     if (__atomic_load_n(&tsffi_threads_inside, __ATOMIC_SEQ_CST) != 0) {
         tsffi_forked_while_busy = 1;
         __atomic_store_n(&tsffi_threads_inside, 0, __ATOMIC_SEQ_CST);
@@ -667,10 +866,8 @@ static void tsffi_python_home(struct tsffi_layout *L) {
  * look first, and refuse with a message instead. */
 static int tsffi_check_python(const struct tsffi_layout *L) {
     const char *version = Py_GetVersion(); /* callable before initialization */
-    size_t n = strlen(TSFFI_BUILD_PYTHON_VERSION);
     char check[PATH_MAX];
-    if (strncmp(version, TSFFI_BUILD_PYTHON_VERSION, n) != 0 ||
-        (version[n] >= '0' && version[n] <= '9')) {
+    if (!tsffi_is_built_version(version)) {
         size_t shown = strcspn(version, " ");
         const char *built_home = tsffi_build_path(tsffi_build_home_tagged);
         tsffi_runtime_fail("the libpython loaded into this process (%s) is Python %.*s, but this "
@@ -700,6 +897,32 @@ static int tsffi_check_python(const struct tsffi_layout *L) {
         return -1;
     }
     return 0;
+}
+
+/* Before using an interpreter the host started: it is the X.Y this was built
+ * for. Python.h's names bind to whichever libpython the process's global
+ * scope offers first, so a host that links (or dlopen()s RTLD_GLOBAL) another
+ * Python hands the library THAT interpreter: cffi's start-up, compiled for
+ * this X.Y, then spun forever at 100% CPU in a 3.12 or 3.13 host, and wrote to
+ * the host's stderr in a 3.10 one (issue 40). Py_GetVersion and
+ * Py_IsInitialized bind to the same library, so the version read is the
+ * running interpreter's; nothing else of it is touched. */
+static int tsffi_check_running_python(void) {
+    const char *version = Py_GetVersion();
+    Dl_info running;
+    if (tsffi_is_built_version(version))
+        return 0;
+    tsffi_runtime_fail(
+        "the Python already running in this process (%s) is Python %.*s, but this library was "
+        "built for Python %s: it cannot run inside another version's interpreter, so it does "
+        "not touch it; load it in a process whose Python is %s, or rebuild it against the "
+        "Python the host runs",
+        dladdr((void *)&Py_IsInitialized, &running) != 0 && running.dli_fname != NULL
+            ? running.dli_fname
+            : "its library unknown to dladdr",
+        (int)strcspn(version, " "), version, TSFFI_BUILD_PYTHON_VERSION,
+        TSFFI_BUILD_PYTHON_VERSION);
+    return -1;
 }
 
 /* Every directory and file below root, each trusted as tsffi_trusted_dir
@@ -1252,7 +1475,10 @@ static void tsffi_runtime_start(void) {
         /* The host is itself a Python process; its interpreter, its streams
          * and its signal handlers are the host's, and we leave them. The
          * package beside the library is found first, for its one import. */
-        PyGILState_STATE gil = PyGILState_Ensure();
+        PyGILState_STATE gil;
+        if (tsffi_check_running_python() != 0)
+            return;
+        gil = PyGILState_Ensure();
         int sealed = tsffi_seal(layout.package_parent, NULL, 1);
         PyGILState_Release(gil);
         if (sealed != 0)
@@ -1426,9 +1652,11 @@ static int32_t tsffi_entry(int32_t fn, const char *required, const char *require
         return TSFFI_ERR_RUNTIME;
     }
     __atomic_add_fetch(&tsffi_threads_inside, 1, __ATOMIC_SEQ_CST);
+    pthread_once(&tsffi_classify_once, tsffi_classify_host);
     if (tsffi_reads_install(fn) && tsffi_cache_get(fn, a, b != NULL ? b : "", out_json))
         status = TSFFI_OK;
-    else if ((status = tsffi_enter()) == TSFFI_OK)
+    else if ((status = tsffi_gil_within_reach()) == TSFFI_OK &&
+             (status = tsffi_enter()) == TSFFI_OK)
         status = tsffi_call(fn, a != NULL ? a : "", b, c, out_json);
     __atomic_sub_fetch(&tsffi_threads_inside, 1, __ATOMIC_SEQ_CST);
     return status;

@@ -105,6 +105,7 @@ def test_a_changed_install_is_read_again(lib, tmp_path, monkeypatch, aged_clock,
         os.utime(weights)
         # Same content, same answer: what must change is who answers.
         assert not _remembered(lib, d, monkeypatch), "a touched file must reach Python"
+        assert _remembered(lib, d, monkeypatch), "the touched install's answer is C's again"
         return
     elif change == "remove":
         weights.unlink()
@@ -130,6 +131,20 @@ def test_a_changed_install_is_read_again(lib, tmp_path, monkeypatch, aged_clock,
     second = plan(lib, d, refused_ok=True)
     assert second != first
     assert expect(second)
+    # The fresh answer REPLACES the stale one in the warm path, so the next
+    # call is C's again. A changed install given a new slot instead left the
+    # stale slot first in line for the name: it shadowed every fresh answer,
+    # and every later call went to Python (answers right, the warm path
+    # silently gone). Mutation check (issue 40, item 9): tsffi_cache_put
+    # without its search for the name's slot failed every row here at this
+    # line; nothing else in the suite saw it. (Since ABI 4 a change the open
+    # refuses -- truncated, removed, rewritten past its end -- is never
+    # remembered: those rows have no answer to put; the replace, touch and
+    # manifest_moe rows still do, and fail under the mutation: re-run.)
+    if second == ("refused", 2):
+        return
+    assert _remembered(lib, d, monkeypatch), "the changed install's answer is C's again"
+    assert plan(lib, d) == second
 
 
 def test_a_fresh_install_is_not_remembered(lib, tmp_path, monkeypatch):
@@ -285,12 +300,17 @@ def _missing(tmp_path, monkeypatch):
                                                            mtp=True, layers=8)
 
 
-def _removed_working_directory(tmp_path, monkeypatch):
-    gone, other = tmp_path / "gone", tmp_path / "other"
-    gone.mkdir()
+def _relative_name_offered(tmp_path, monkeypatch):
+    # Python never offers a relative name (it resolves to an absolute path,
+    # or is refused where the working directory was removed: before issue 40
+    # `.` resolved to itself there, and was offered). Offered anyway, the C
+    # check alone must turn it away.
+    from turbospark_ffi import plan as plan_module
+    first, other = tmp_path / "first", tmp_path / "other"
+    first.mkdir()
     other.mkdir()
-    monkeypatch.chdir(gone)
-    gone.rmdir()  # `.` is still a directory; the working directory has no name
+    monkeypatch.chdir(first)
+    monkeypatch.setattr(plan_module.Request, "names_the_directory", property(lambda self: True))
 
     def move():
         os.chdir(other)
@@ -302,7 +322,7 @@ def _removed_working_directory(tmp_path, monkeypatch):
 UNKEYABLE_NAMES = [
     ("S_ISDIR: a plain file", _plain_file),       # the default install path named.gturbo appears
     ("stat: a missing path", _missing),           # the same
-    ("'/': a relative name", _removed_working_directory),  # chdir() to another directory
+    ("'/': a relative name", _relative_name_offered),  # chdir() to another directory
 ]
 
 
@@ -316,11 +336,11 @@ def test_only_an_absolute_existing_directory_is_answered_from_c(lib, tmp_path, m
     call's modelDir `<tmp>/named`, not `<tmp>/named.gturbo`); with
     `model_dir[0] == '/'` alone, the plain-file and missing-path rows failed
     alike; without `model_dir[0] == '/'`, the relative-name row failed (under
-    the new working directory the third call answered modelDir `.`, not that
-    directory's path). Measured with the plan call; since ABI 4 the plan
-    refuses a name that is not a directory (refusals are never remembered),
-    so the rows ask tsffi_resolve_drafter, which answers any name and goes
-    through the same warm path."""
+    the new working directory the third call answered the first one's path;
+    re-run after issue 40, whose row offers `.` by force: Python no longer
+    does). Since ABI 4 the plan refuses a name that is not a directory
+    (refusals are never remembered), so the rows ask tsffi_resolve_drafter,
+    which answers any name through the same warm path."""
     from turbospark_ffi.plan import request
     monkeypatch.setenv("TURBOSPARK_HOME", str(tmp_path / "store"))
     name, change = make(tmp_path, monkeypatch)

@@ -193,12 +193,30 @@ def test_the_environment_is_read_at_each_resolution(tmp_path, monkeypatch, live_
     assert model_names.resolve_model_name("qm") == str(tmp_path / "cwd/qm")
 
 
-def test_a_removed_working_directory_keeps_the_name(tmp_path, monkeypatch, live_env):
+def removed_cwd_message(path: str, what: str = "model_dir") -> str:
+    return (f"{what} resolves to the relative path \"{path}\", and the working directory it is "
+            "relative to was removed (No such file or directory): a result names the directory "
+            "it read by its absolute path, and this one has none; accepts an absolute path (or "
+            "a relative one while the working directory exists)")
+
+
+@pytest.mark.parametrize("name, shown", [("qm", "qm"), (".", "."), ("./mtp", "./mtp"),
+                                         ("a/../b", "a/../b")])
+def test_a_removed_working_directory_refuses_a_relative_name(tmp_path, monkeypatch, live_env,
+                                                             name, shown):
+    """Issue 40, item 8: the name came back as given ("modelDir": "mtp" or
+    "."), where a result promises an absolute path. `.` is still a
+    directory then (the removed one), and still has no name."""
     gone = tmp_path / "gone"
     gone.mkdir()
     monkeypatch.chdir(gone)
     gone.rmdir()
-    assert model_names.resolve_model_name("qm") == "qm"
+    with pytest.raises(InvalidArgument) as info:
+        model_names.resolve_model_name(name)
+    assert str(info.value) == removed_cwd_message(shown)
+    assert info.value.status == 1
+    # An absolute name is its own answer, working directory or not.
+    assert model_names.resolve_model_name(str(tmp_path)) == str(tmp_path)
 
 
 def test_python_entry_points_resolve_aliases(tmp_path, monkeypatch, live_env):
@@ -300,8 +318,9 @@ def test_the_c_abi_checks_model_dir_alike(loaded, fn, label, argument, message):
 
 
 # ---------------------------------------------------------------------------
-# Through the C ABI: a host that sets its environment after its first call,
-# chdir()s, and whose store is rewritten between two calls.
+# Through the C ABI: a host whose environment is what it was at its first call
+# (a setenv() after it is not seen: tsffi_getenv says why), that chdir()s,
+# and whose store is rewritten between two calls.
 
 @pytest.fixture(scope="module")
 def alias_host(tmp_path_factory) -> Path:
@@ -309,9 +328,9 @@ def alias_host(tmp_path_factory) -> Path:
 
 
 class Host:
-    def __init__(self, exe: Path, cwd: Path) -> None:
-        # No environment at all: neither $TURBOSPARK_HOME nor $HOME at start.
-        self.proc = subprocess.Popen([str(exe)], cwd=cwd, env={}, stdin=subprocess.PIPE,
+    def __init__(self, exe: Path, cwd: Path, env: dict | None = None) -> None:
+        # By default no environment at all: neither $TURBOSPARK_HOME nor $HOME.
+        self.proc = subprocess.Popen([str(exe)], cwd=cwd, env=env or {}, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def say(self, line: str) -> str:
@@ -353,13 +372,9 @@ def test_a_c_host_sees_every_change_on_its_next_call(alias_host, tmp_path):
     dflash = write_install(tmp_path / "x" / "dflash", dflash=True)
     both = write_install(tmp_path / "x" / "both", mtp=True, dflash=True)
     in_home = write_install(home / ".turbospark" / "models" / "qm.gturbo-vision")
-    host = Host(alias_host, work)
+    host = Host(alias_host, work, {"TURBOSPARK_HOME": str(store)})
     try:
-        # The first call, with no environment: the name as a path, unread.
-        assert host.read("qm") == str(work / "qm")
-        assert host.call("drafter", "qm")["installHasMtpHead"] is None
-        # setenv after the first call is honoured.
-        assert host.say(f"setenv TURBOSPARK_HOME {store}") == "ok"
+        # The store the environment named at the first call.
         assert host.read("qm") == str(default)
         assert host.call("drafter", "qm")["installHasMtpHead"] is True
         # The alias recorded, then re-pointed: each seen on the next call.
@@ -391,34 +406,133 @@ def test_a_c_host_sees_every_change_on_its_next_call(alias_host, tmp_path):
         assert host.say(f"chdir {work}") == "ok"
         shutil.rmtree(local)
         assert host.read("qm") == str(default)
-        # $HOME's store when $TURBOSPARK_HOME goes; none when both go.
+        # A setenv() or unsetenv() after the first call changes nothing: the
+        # library copied both variables then.
         assert host.say("unsetenv TURBOSPARK_HOME") == "ok"
         assert host.say(f"setenv HOME {home}") == "ok"
-        assert host.read("qm") == str(in_home)
-        assert host.say("unsetenv HOME") == "ok"
-        assert host.read("qm") == str(work / "qm")
+        assert host.read("qm") == str(default)
         # An absolute install path is read as itself throughout.
         assert host.read(str(dflash)) == str(dflash)
     finally:
         host.close()
 
 
-def test_a_c_host_with_a_removed_working_directory(alias_host, tmp_path):
-    """Resolution never fails: with the working directory gone, a relative
-    name comes back as given (and reads as no install)."""
+@pytest.mark.parametrize("env, expected", [
+    ({}, "work/qm"),  # neither variable: the name as a path, unread
+    ({"HOME": "H"}, "H/.turbospark/models/qm.gturbo-vision"),
+    ({"HOME": "H", "TURBOSPARK_HOME": "S"}, "S/models/text/qm.gturbo"),
+])
+def test_a_c_host_s_store_is_named_by_its_environment_at_its_first_call(alias_host, tmp_path,
+                                                                        env, expected):
     work = tmp_path / "work"
     work.mkdir()
+    write_install(tmp_path / "S" / "models" / "text" / "qm.gturbo", mtp=True)
+    write_install(tmp_path / "H" / ".turbospark" / "models" / "qm.gturbo-vision")
+    host = Host(alias_host, work, {k: str(tmp_path / v) for k, v in env.items()})
+    try:
+        assert host.read("qm") == str(tmp_path / expected)
+        # Set after the first call: not seen.
+        assert host.say(f"setenv TURBOSPARK_HOME {tmp_path / 'S'}") == "ok"
+        assert host.read("qm") == str(tmp_path / expected)
+    finally:
+        host.close()
+    # Set before the first call (after the library was loaded: it is
+    # linked): seen, as a sandboxed app setting TURBOSPARK_HOME needs.
+    host = Host(alias_host, work, {k: str(tmp_path / v) for k, v in env.items()})
+    try:
+        assert host.say(f"setenv TURBOSPARK_HOME {tmp_path / 'S'}") == "ok"
+        assert host.read("qm") == str(tmp_path / "S/models/text/qm.gturbo")
+    finally:
+        host.close()
+
+
+@pytest.fixture(scope="module")
+def setenv_race(tmp_path_factory) -> Path:
+    return compile_c_host(C_DIR / "setenv_race.c",
+                          tmp_path_factory.mktemp("setenv_race") / "setenv_race")
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_a_host_setenv_racing_alias_plans_cannot_crash_it(setenv_race, tmp_path, run):
+    """Issue 40, item 2: from the worker's first answer on, the main thread
+    setenv()s new names, clears the environment now and then (glibc frees
+    its array) and flips TURBOSPARK_HOME, while the worker plans an alias
+    20,000 times. Before: SIGSEGV in getenv (3 of 3 runs of the issue's host;
+    3 of 5 of this one against d055cb0's library). Every answer is the store
+    named at the first call. The timeout is the watchdog."""
+    store = tmp_path / "store"
+    install = write_install(store / "models" / "text" / "qm.gturbo", mtp=True)
+    done = subprocess.run([str(setenv_race), "qm", "20000"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={"TURBOSPARK_HOME": str(store)})
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [f"20000 x 0 {install}", "setenv calls: some"]
+
+
+def test_a_c_host_with_a_removed_working_directory(alias_host, tmp_path):
+    """With the working directory gone, a relative name (`.` too) has no
+    absolute path: status 1 (TSFFI_ERR_INVALID_ARGUMENT) saying so, from
+    every function that resolves a name; an absolute one still answers."""
+    work = tmp_path / "work"
+    work.mkdir()
+    mtp = write_install(tmp_path / "mtp", mtp=True)
     host = Host(alias_host, work)
     try:
         assert host.read("qm") == str(work / "qm")
         work.rmdir()
-        answer = host.say("drafter qm")
-        status, text = answer.split(" ", 2)[1:]
-        assert status == "0"
-        assert json.loads(text)["modelDir"] == "qm"
-        # The plan is the open's refusal of the name, as given.
-        assert host.say("plan qm") == \
-            "plan 2 qm is not a directory (and matched no installed alias)"
+        for fn in ("plan", "drafter", "info"):
+            for name in ("qm", "."):
+                assert host.say(f"{fn} {name}") == f"{fn} 1 {removed_cwd_message(name)}"
+        assert host.read(str(mtp)) == str(mtp)
+    finally:
+        host.close()
+
+
+NOT_UTF8 = b"caf\xe9"
+
+
+def not_utf8_message(path: bytes, offset: int, what: str = "model_dir") -> str:
+    shown = path.decode("utf-8", "backslashreplace")
+    return (f"{what} resolves to {shown}, which is not UTF-8 (invalid byte 0xe9 at offset "
+            f"{offset}; shown escaped): results name the directory read in UTF-8, so the library "
+            "cannot name this one; the bytes come from the working directory, $TURBOSPARK_HOME "
+            "or $HOME: use ones whose paths are UTF-8")
+
+
+@pytest.mark.parametrize("where", ["cwd", "TURBOSPARK_HOME", "HOME"])
+def test_a_path_that_is_not_utf8_is_refused_not_passed_through(alias_host, tmp_path, where):
+    """Issue 40, item 6: bytes that are not UTF-8 in the working directory,
+    $TURBOSPARK_HOME or $HOME came back as lone surrogates in "modelDir" and
+    "storeFile", and Swift's decoders refuse such a result whole. Now every
+    line the host prints is UTF-8 (Host reads it as strict UTF-8 text): a
+    plan whose directory would hold such bytes is status 1 saying which
+    byte, and the store listing says why it lists nothing."""
+    base = os.fsencode(tmp_path)
+    odd = base + b"/" + NOT_UTF8
+    os.mkdir(odd)
+    work, env = tmp_path, {}
+    if where == "cwd":
+        work = Path(os.fsdecode(odd))
+        named, offset, expected_store = odd + b"/qm", len(base) + 4, None
+    else:
+        store = odd if where == "TURBOSPARK_HOME" else odd + b"/.turbospark"
+        os.makedirs(store + b"/models/text/qm.gturbo", exist_ok=True)
+        env = {where: os.fsdecode(odd)}
+        named, offset = store + b"/models/text/qm.gturbo", len(base) + 4
+        expected_store = store + b"/installed.json"
+    host = Host(alias_host, work, env)
+    try:
+        for fn in ("plan", "drafter", "info"):
+            assert host.say(f"{fn} qm") == f"{fn} 1 {not_utf8_message(named, offset)}"
+        listing = host.say("store")
+        fn, status, text = listing.split(" ", 2)
+        assert (fn, status) == ("store", "0")
+        if expected_store is None:  # no store at all: HOME and TURBOSPARK_HOME unset
+            assert json.loads(text)["storeFile"] is None
+        else:
+            assert json.loads(text) == {
+                "root": None, "storeFile": None, "storeRead": False, "aliases": [],
+                "reason": "no store listing: " + not_utf8_message(
+                    expected_store, offset, "the store's installed.json")}
     finally:
         host.close()
 

@@ -248,11 +248,17 @@ def test_host_whose_working_directory_was_removed(drivers, installs, tmp_path):
                    what="host in a removed cwd")
     assert run.extras["cd"] == "ok cwd_gone=1"
     check_common(run)
-    rel = run.records["relative"].json()
-    assert rel["installHasMtpHead"] is None
-    assert rel["indexError"] == io_failed("open", errno.ENOENT)
-    assert (run.records["relative-plan"].status, run.records["relative-plan"].err) == (
-        CODES["TSFFI_ERR_REFUSED"], "mtp is not a directory (and matched no installed alias)")
+    # A relative name has no absolute path there: refused (issue 40, item 8),
+    # where it was TSFFI_OK with "modelDir": "mtp".
+    rel = run.records["relative"]
+    assert (rel.status, rel.out) == (CODES["TSFFI_ERR_INVALID_ARGUMENT"], None)
+    assert rel.err == (
+        "model_dir resolves to the relative path \"mtp\", and the working directory it is "
+        "relative to was removed (No such file or directory): a result names the directory it "
+        "read by its absolute path, and this one has none; accepts an absolute path (or a "
+        "relative one while the working directory exists)")
+    plan = run.records["relative-plan"]
+    assert (plan.status, plan.err) == (CODES["TSFFI_ERR_INVALID_ARGUMENT"], rel.err)
     assert_signals_untouched(run)
 
 

@@ -218,14 +218,18 @@ def test_check7_name_boundaries_accepted(tmp_path):
     ("scale plane", "scale_offset", "scale_size", "scale_plane_out_of_range"),
     ("bias plane", "bias_offset", "bias_size", "bias_plane_out_of_range"),
 ])
-@pytest.mark.parametrize("where", ["before", "after", "straddles_end", "huge"])
+@pytest.mark.parametrize("where", ["before", "after", "straddles_end", "one_byte_past_end", "huge"])
 def test_check7_plane_outside_resident_region(tmp_path, plane, off_field, size_field,
                                               check, where):
     data = base_file()
     index_size = get_header(data, "index_size")
     end = index_size + get_header(data, "resident_size")
     offset, size = {"before": (index_size - 1, 8), "after": (end, 8),
-                    "straddles_end": (end - 4, 8), "huge": (U64_MAX, U64_MAX)}[where]
+                    "straddles_end": (end - 4, 8),
+                    # The smallest overrun: [end - 7, end + 1). The C pass's bound
+                    # `size <= resident_end - offset` made `<= ... + 1` survives
+                    # every other row here (each overruns by 4 or more).
+                    "one_byte_past_end": (end - 7, 8), "huge": (U64_MAX, U64_MAX)}[where]
     set_entry(data, 0, off_field, offset)
     set_entry(data, 0, size_field, size)
     msg = refused(tmp_path, data, check)
@@ -543,6 +547,60 @@ def test_sparse_14gb_reads_what_a_100kb_one_reads(tmp_path, monkeypatch):
     assert counts["big"] <= load_resident_index(big).index_size
 
 
+# One name 4 GiB into a sparse index region (issue 40, item 4): nameOffset is
+# a u32, so this is as far as a name can lie. Written out: the header, two
+# entries, "a.weight" right after the table and "mtp.fc.weight" at FAR; the
+# region's 4 GiB between them is a hole.
+FAR = 2**32 - 64
+FAR_INDEX_SIZE = 2**32 + 4096
+
+
+def far_name_file(path, second_name=b"mtp.fc.weight"):
+    import struct
+    table_end = HEADER + 2 * ENTRY
+    names = [(b"a.weight", table_end), (second_name, FAR)]
+    with open(path, "wb") as f:
+        f.write(struct.pack("<3Q", FAR_INDEX_SIZE, 16, 2))
+        for k, (name, at) in enumerate(names):
+            # nameOffset, nameLength, dtype 1, reserved; payload [index + 8k, +8);
+            # shape (8, 0, 0, 0); no scale or bias plane.
+            f.write(struct.pack("<IHBBQQ4IQQQQ", at, len(name), 1, 0,
+                                FAR_INDEX_SIZE + 8 * k, 8, 8, 0, 0, 0, 0, 0, 0, 0))
+        f.write(names[0][0])
+        f.seek(FAR)
+        f.write(names[1][0])
+        f.truncate(FAR_INDEX_SIZE + 16)
+    return path
+
+
+def test_a_name_4_gib_into_the_region_reads_what_the_file_holds(tmp_path, monkeypatch):
+    path = far_name_file(tmp_path / "model_weights.bin")
+    assert path.stat().st_size == FAR_INDEX_SIZE + 16
+    assert path.stat().st_blocks * 512 < 1 << 20  # a hole, not 4 GiB of disk
+    counter = CountingPread(os.pread)
+    monkeypatch.setattr(ri.os, "pread", counter)
+    index = load_resident_index(path)
+    assert index.names == ("a.weight", "mtp.fc.weight")
+    assert install_has_mtp_head(index) and not install_has_dflash(index)
+    assert index.entry("mtp.fc.weight").file_offset == FAR_INDEX_SIZE + 8
+    # Read: the header, the table, and the two names' ranges (the first one
+    # up to _GAP_READ long at most) -- not the 4 GiB up to the far name.
+    assert counter.calls[:2] == [(HEADER, 0), (2 * ENTRY, HEADER)]
+    assert counter.calls[2:] == [(len("a.weight"), HEADER + 2 * ENTRY),
+                                 (len("mtp.fc.weight"), FAR)]
+    assert index.bytes_read == HEADER + 2 * ENTRY + len("a.weightmtp.fc.weight")
+
+
+def test_a_far_name_s_failure_is_worded_as_before(tmp_path):
+    """A duplicate found through the far name: the error text names it as the
+    block read did (the far name's bytes are the name's bytes)."""
+    path = far_name_file(tmp_path / "model_weights.bin", second_name=b"a.weight")
+    with pytest.raises(ResidentIndexError) as info:
+        load_resident_index(path)
+    assert info.value.check == "duplicate_name"
+    assert str(info.value) == f"{CORRUPT}duplicate tensor name a.weight"
+
+
 def test_padding_is_not_read(tmp_path, monkeypatch):
     # An index padded to a huge (sparse) region: only header+table+names read.
     tensors = [TensorSpec("a.weight"), TensorSpec("mtp.fc.weight")]
@@ -667,8 +725,20 @@ FUZZ = settings(max_examples=300, deadline=None, derandomize=True,
                                        HealthCheck.too_slow])
 
 
+@pytest.fixture(params=["block", "packed"])
+def name_reads(request, monkeypatch):
+    """The names read as one block (every install under 16 MiB of names), or
+    range by range with the table re-pointed (`_packed_names`, what a sparse
+    index region gets): every property below holds for both, so packing
+    changes no verdict, name, fact or error text."""
+    if request.param == "packed":
+        monkeypatch.setattr(ri, "_SPARSE_FROM", -1)
+    return request.param
+
+
 @FUZZ
 @given(st.lists(MUTATION, min_size=1, max_size=4))
+@pytest.mark.usefixtures("name_reads")
 def test_mutated_index_matches_reference(fuzz_path, mutations):
     data = bytearray(BASE)
     for m in mutations:
@@ -678,6 +748,7 @@ def test_mutated_index_matches_reference(fuzz_path, mutations):
 
 @FUZZ
 @given(st.binary(max_size=600))
+@pytest.mark.usefixtures("name_reads")
 def test_random_bytes_matches_reference(fuzz_path, data):
     assert _verdict(fuzz_path, data) == reference(data)
 
@@ -687,6 +758,7 @@ def test_random_bytes_matches_reference(fuzz_path, data):
 @given(st.lists(st.binary(max_size=6), min_size=1, max_size=8),
        st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["name", "payload", "scale",
                                                               "bias", "dup"])), max_size=3))
+@pytest.mark.usefixtures("name_reads")
 def test_random_names_and_entry_faults_match_reference(fuzz_path, names, faults):
     """Many-entry files with arbitrary (often invalid UTF-8, often colliding)
     names and faults in random entries: the reader's fast path and careful

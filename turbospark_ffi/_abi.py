@@ -50,11 +50,23 @@ def bind(ffi, lib) -> None:
     # The snapshot's key is the warm path's own (install.py).
     from . import install
     install.use_native_keys(_install_keys(ffi, lib))
-    # The store root is read from the environment at each resolution, as the
-    # engine reads it. This interpreter's os.environ is a copy made when it
-    # started, so a host's setenv() after its first call would be missed:
-    # read the process's live environment instead.
-    from . import model_names
+    # The store root's variables. In the library's own interpreter: the
+    # values the library copied at its first call (tsffi_getenv says why
+    # never the live environment: a host's setenv() racing a getenv() is a
+    # crash). In a host's interpreter (a Python program, an app embedding
+    # Python): that interpreter's os.environ, as any Python code there reads
+    # it (model_names' default).
+    if lib.tsffi_get_owns_interpreter():
+        from . import model_names
+        model_names.use_getenv(_loaded_environment(ffi, lib))
+    # A remembered engine outcome changes what a plan answers without
+    # changing the install's files: the warm path must forget its answers.
+    from . import reconcile_memory
+    reconcile_memory.use_on_change(lib.tsffi_cache_new_epoch)
+
+
+def _loaded_environment(ffi, lib):
+    """tsffi_getenv as `model_names.use_getenv` wants it."""
     getenv_c, string, null = lib.tsffi_getenv, ffi.string, ffi.NULL
 
     def getenv(name: str):
@@ -62,11 +74,7 @@ def bind(ffi, lib) -> None:
         if value == null:
             return None
         return string(value).decode("utf-8", "surrogateescape")
-    model_names.use_getenv(getenv)
-    # A remembered engine outcome changes what a plan answers without
-    # changing the install's files: the warm path must forget its answers.
-    from . import reconcile_memory
-    reconcile_memory.use_on_change(lib.tsffi_cache_new_epoch)
+    return getenv
 
 
 def bound_library() -> str | None:

@@ -12,10 +12,12 @@ rewritten, truncated, touched, made a symlink elsewhere -- is a new key and a
 fresh read.
 
 The cache must be invisible, and a timestamp alone is not proof: file times
-come from a coarse clock (a few milliseconds), so a rewrite within one tick of
-the previous write can keep size and mtime. As git does with its index, a
-snapshot whose files were modified within `RACY_WINDOW_NS` of being read is
-not trusted, and is re-read on every call until the files have aged.
+come from a coarse clock (a few milliseconds; whole seconds on some file
+systems), so a rewrite within one tick of the previous write can keep size
+and mtime. As git does with its index, a snapshot whose files were modified
+within the racy window of being read (`regular_file.settled`: 100 ms, 3 s
+for a file whose times have no nanoseconds) is not trusted, and is re-read
+on every call until the files have aged.
 
 The key is `struct tsffi_file_key[TSFFI_INSTALL_FILES]` of src/tsffi_embed.c
 (one per file of `LEAVES`, in that order), as bytes: the
@@ -29,6 +31,7 @@ writes the same fields the same way.
 from __future__ import annotations
 
 import _thread
+import itertools
 import os
 import sys
 import time
@@ -37,7 +40,7 @@ from .errors import OpenRefused, ResidentIndexError, SpeculationRefused, Turbosp
 from .expert_layout import LAYOUT_PATH, ExpertLayout, load_expert_layout
 from .manifest_arch import MANIFEST_NAME, ManifestArch, load_manifest_arch
 from .policy import DrafterChoice, SpeculativeDrafter, resolve_drafter
-from .regular_file import RACY_WINDOW_NS  # one window for every reader's cache
+from .regular_file import RACY_WINDOW_NS, settled  # one rule for every reader's cache
 from .resident_index import ResidentIndex, load_resident_index
 
 __all__ = ["InstallSnapshot", "snapshot", "clear_cache", "use_native_keys", "file_keys",
@@ -99,11 +102,11 @@ def keys_in_use():
 _MISSING = object()
 
 
-def _newest_time(key: bytes) -> int:
-    """The latest mtime or ctime among the files stat() saw (0: none)."""
+def _file_times(key: bytes) -> list[int]:
+    """Every mtime and ctime of the files stat() saw."""
     fields = memoryview(key).cast("q")
-    return max((fields[at + t] for at in range(0, len(fields), _FIELDS) if fields[at]
-                for t in (4, 5)), default=0)
+    return [fields[at + t] for at in range(0, len(fields), _FIELDS) if fields[at]
+            for t in (4, 5)]
 
 
 class InstallSnapshot:
@@ -225,7 +228,7 @@ _cache: dict[str, InstallSnapshot] = {}
 def snapshot(model_dir: str) -> InstallSnapshot:
     """The install at `model_dir` as it is now: cached while unchanged.
 
-    Cost: a cached install is one key (two stat() calls); a first read holds
+    Cost: a cached install is one key (three stat() calls); a first read holds
     at most one copy of the index's entry table and names per install at a
     time, whatever the number of threads: concurrent first reads of one
     install wait for one read (single flight: `_board`) and share it."""
@@ -233,7 +236,9 @@ def snapshot(model_dir: str) -> InstallSnapshot:
     cached = _cache.get(model_dir)
     if cached is not None and cached.trusted and cached.key == key:
         return cached
-    flight = _board(model_dir)
+    asked = next(_reads)
+    flight_id = _file_identity(model_dir, key)
+    flight = _board(flight_id)
     try:
         with flight[0]:
             # The read this thread waited for may have been of these very
@@ -242,24 +247,83 @@ def snapshot(model_dir: str) -> InstallSnapshot:
             cached = _cache.get(model_dir)
             if cached is not None and cached.trusted and cached.key == key:
                 return cached
-            return _read(model_dir, key)
+            return _read(model_dir, key, asked)
     finally:
-        _land(model_dir, flight)
+        _land(flight_id, flight)
 
 
-def _read(model_dir: str, key: bytes) -> InstallSnapshot:
-    started = time.time_ns()
-    fresh = InstallSnapshot(model_dir, key,
-                            trusted=started - _newest_time(key) > RACY_WINDOW_NS)
-    # A file that changed while it was being read must not be remembered.
-    if _keys(model_dir) != key:
-        fresh.trusted = False
+def _read(model_dir: str, key: bytes, asked: int | None = None) -> InstallSnapshot:
+    number = next(_reads)
+    twin = _twin(key, number if asked is None else asked)
+    if twin is not None:
+        fresh, number = _shared(model_dir, twin), _read_number.get(twin.model_dir, 0)
+    else:
+        started = time.time_ns()
+        fresh = InstallSnapshot(model_dir, key, trusted=settled(started, _file_times(key)))
+        # A file that changed while it was being read must not be remembered.
+        if _keys(model_dir) != key:
+            fresh.trusted = False
     _cache.pop(model_dir, None)
     while len(_cache) >= MAX_CACHED_INSTALLS:
         # pop with a default: another host thread may evict the same entry
         # between choosing it and removing it.
-        _cache.pop(next(iter(_cache), None), None)
+        victim = next(iter(_cache), None)
+        _cache.pop(victim, None)
+        _read_number.pop(victim, None)
     _cache[model_dir] = fresh
+    _read_number[model_dir] = number
+    return fresh
+
+
+# One install under many names (symlinks, `a/../a`, an alias and its path):
+# single flight is keyed by the identity of its model_weights.bin (device,
+# inode), not by the name, and a snapshot already read of the very same
+# files (the whole stat key equal) is shared, not read again. Keyed by the
+# name, 8 threads' first plans of one install under 8 symlinked spellings
+# each read the index at once: memory x6 (issue 40). `_reads` numbers every
+# call that boards a flight and every read, in the order they happen, and
+# `_read_number` says which read each cached snapshot holds: a snapshot is
+# shared when it is trusted (its files older than the racy window: what
+# trusted means for its own name), or when its read began after the asking
+# call did -- the read that call waited for, as the name's own single flight
+# always shared it. Shared from an untrusted read, the answer is untrusted
+# too: the next call reads again.
+_reads = itertools.count(1)
+_read_number: dict[str, int] = {}
+
+
+def _file_identity(model_dir: str, key: bytes) -> tuple:
+    """What one install's single flight is keyed by: (device, inode) of its
+    model_weights.bin as the key says; the name when stat() could not see it."""
+    fields = memoryview(key).cast("q")
+    return ("file", fields[1], fields[2]) if fields[0] else ("name", model_dir)
+
+
+def _twin(key: bytes, asked: int) -> InstallSnapshot | None:
+    """A cached snapshot of exactly these files that may answer for another
+    name (see above), or None."""
+    for name, cached in list(_cache.items()):  # other threads may insert meanwhile
+        if cached.key == key and (cached.trusted or _read_number.get(name, 0) > asked):
+            return cached
+    return None
+
+
+def _shared(model_dir: str, twin: InstallSnapshot) -> InstallSnapshot:
+    """`twin`'s reading of the files under the name `model_dir`: the same
+    index and layout objects (no second copy), its own memo (a remembered
+    answer names the directory it read)."""
+    fresh = object.__new__(InstallSnapshot)
+    for slot in InstallSnapshot.__slots__:
+        if slot != "__weakref__" and hasattr(twin, slot):
+            setattr(fresh, slot, getattr(twin, slot))
+    fresh.model_dir = model_dir
+    fresh._memo = {}
+    if twin.arch_error is not None:
+        # The open's refusal of the manifest quotes its path: this name's.
+        try:
+            fresh.arch, fresh.arch_error = load_manifest_arch(model_dir), None
+        except OpenRefused as exc:
+            fresh.arch, fresh.arch_error = None, exc.with_traceback(None)
     return fresh
 
 
@@ -273,21 +337,22 @@ _flights: dict = {}
 _flights_guard = _thread.allocate_lock()
 
 
-def _board(model_dir: str) -> list:
+def _board(identity) -> list:
     with _flights_guard:
-        flight = _flights.get(model_dir)
+        flight = _flights.get(identity)
         if flight is None:
-            flight = _flights[model_dir] = [_thread.allocate_lock(), 0]
+            flight = _flights[identity] = [_thread.allocate_lock(), 0]
         flight[1] += 1
     return flight
 
 
-def _land(model_dir: str, flight: list) -> None:
+def _land(identity, flight: list) -> None:
     with _flights_guard:
         flight[1] -= 1
         if flight[1] == 0:
-            del _flights[model_dir]
+            del _flights[identity]
 
 
 def clear_cache() -> None:
     _cache.clear()
+    _read_number.clear()

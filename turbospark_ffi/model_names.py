@@ -15,10 +15,11 @@ An absolute name that is a directory comes back exactly as given (no
 normalisation: `a/link/..` is not `a` when `link` is a symlink), which is
 also what lets the C warm path key on it (see tsffi_embed.c).
 
-The environment is read through `_getenv`, replaceable by `use_getenv`: inside
-the C library `os.environ` is a copy taken when the embedded interpreter
-started, and a host that sets `TURBOSPARK_HOME` after its first call must be
-honoured, so `_abi.bind` hands in a reader of the live C environment.
+The environment is read through `_getenv`, replaceable by `use_getenv`: in
+the library's own interpreter `_abi.bind` hands in the values the library
+copied at its first call (tsffi_getenv in src/tsffi_embed.c says why never
+the live environment: a host's setenv() racing a getenv() crashed the host);
+in a host's interpreter it stays that interpreter's `os.environ`.
 """
 
 from __future__ import annotations
@@ -91,21 +92,48 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)  # False on any error, as the engine's is_dir()
 
 
-def absolute_path(path: str) -> str:
+def absolute_path(path: str, what: str = "model_dir") -> str:
     """`path` made absolute against the working directory as resolution makes
-    it (an absolute path as given; `./` prefixes dropped; kept as given when
-    the working directory is gone)."""
-    if path.startswith("/"):
-        return path
+    it (an absolute path as given; `./` prefixes dropped), as UTF-8 text.
+
+    Raises InvalidArgument (status 1; its message names the path as `what`
+    resolving to it) when it cannot be named so -- a result
+    names the directory it read by an absolute path, in UTF-8 (include/tsffi.h):
+    * relative while the working directory was removed (getcwd() fails;
+      `.` itself is still a directory then, with no name), where the name
+      given back as it was ("modelDir": "mtp", ".") broke that promise;
+    * holding bytes that are not UTF-8 (from the working directory,
+      $TURBOSPARK_HOME or $HOME: everything else a path is made of was
+      checked UTF-8 already), which came back as lone surrogates that Swift's
+      decoders refuse with the whole result (issue 40)."""
+    if not path.startswith("/"):
+        try:
+            cwd = os.getcwd()
+        except OSError as exc:
+            raise InvalidArgument(
+                f"{what} resolves to the relative path \"{_shown(path)}\", and the working "
+                f"directory it is relative to was removed ({exc.strerror}): a result names the "
+                "directory it read by its absolute path, and this one has none; accepts an "
+                "absolute path (or a relative one while the working directory exists)") from None
+        while path.startswith("./"):
+            path = path[2:].lstrip("/")
+        path = cwd if path in ("", ".") else os.path.join(cwd, path)
     try:
-        cwd = os.getcwd()
-    except OSError:  # the working directory was removed: keep the name as given
-        return path
-    while path.startswith("./"):
-        path = path[2:].lstrip("/")
-    if path in ("", "."):
-        return cwd
-    return os.path.join(cwd, path)
+        path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raw = path.encode("utf-8", "surrogateescape")
+        at = len(path[:exc.start].encode("utf-8", "surrogateescape"))
+        raise InvalidArgument(
+            f"{what} resolves to {_shown(path)}, which is not UTF-8 (invalid byte "
+            f"0x{raw[at]:02x} at offset {at}; shown escaped): results name the directory read "
+            "in UTF-8, so the library cannot name this one; the bytes come from the working "
+            "directory, $TURBOSPARK_HOME or $HOME: use ones whose paths are UTF-8") from None
+    return path
+
+
+def _shown(path: str) -> str:
+    """`path` as UTF-8 text: a byte that is not UTF-8 as \\xNN."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def store_root() -> str | None:
@@ -124,7 +152,7 @@ def store_root() -> str | None:
 
 def resolve_model_name(name: str) -> str:
     """The directory the engine would open for `name` (a checked model_dir),
-    as an absolute path. Never fails."""
+    as an absolute path; InvalidArgument when it has none (absolute_path)."""
     if _is_dir(name):
         return absolute_path(name)
     root = store_root()

@@ -25,13 +25,43 @@ from __future__ import annotations
 import os
 
 __all__ = ["NotReadable", "open_regular", "read_all", "read_bounded", "describe_file_type",
-           "RACY_WINDOW_NS"]
+           "RACY_WINDOW_NS", "COARSE_RACY_WINDOW_NS", "racy_window_ns", "settled"]
 
-# What a reader's cache may trust: a file modified within this long of being
-# read may be rewritten within one coarse clock tick keeping its size and
-# mtime, so its answer is not remembered (install.py, store.py). 100 ms: well
-# above any coarse-clock tick.
+# What a reader's cache may trust (install.py, store.py; the C warm path is
+# offered only what install.py trusts): a file modified within one tick of
+# the clock that stamps it can be rewritten within that tick keeping its
+# size and mtime, so an answer read from it is not remembered until the
+# file is older than the window. 100 ms: well above the kernel's coarse
+# clock tick (a few ms) on a file system that keeps nanoseconds.
 RACY_WINDOW_NS = 100_000_000
+# A file system that keeps whole seconds (HFS+, ext4 with 128-byte inodes,
+# some network mounts; FAT's mtime: 2 s): a same-size rewrite within the
+# second after a read kept every field stat() shows, and the stale answer
+# stood until the file changed again (issue 40). Such a file's times have
+# no nanoseconds, so a time with none is taken as coarse and gets this
+# window: above FAT's 2 s, the coarsest tick in use. The cost when a fine
+# file system happens to give a whole second (one in 10^9, or a `touch -d`):
+# its answer is trusted 3 s later instead of 100 ms.
+COARSE_RACY_WINDOW_NS = 3_000_000_000
+_SECOND_NS = 1_000_000_000
+
+
+def racy_window_ns(times_ns) -> int:
+    """The window for files whose modification and change times (ns) are
+    `times_ns`: COARSE_RACY_WINDOW_NS when any of them is a whole second,
+    else RACY_WINDOW_NS."""
+    return (COARSE_RACY_WINDOW_NS if any(t % _SECOND_NS == 0 for t in times_ns)
+            else RACY_WINDOW_NS)
+
+
+def settled(read_started_ns: int, times_ns) -> bool:
+    """Whether a read that started at `read_started_ns` (time.time_ns) of
+    files whose modification and change times are `times_ns` may be
+    remembered: every time older than the window at the read's start. The
+    one rule of every cache of the library (no time at all: nothing seen,
+    nothing to race)."""
+    times = tuple(times_ns)
+    return not times or read_started_ns - max(times) > racy_window_ns(times)
 
 
 class NotReadable(Exception):

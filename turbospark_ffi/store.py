@@ -19,8 +19,9 @@ decoded rows are remembered per file IDENTITY -- what stat() says:
 device, inode, size, mtime_ns, ctime_ns -- and an unchanged file is one
 stat() per resolution. The directory check of a row is made at each
 resolution (a directory may appear or vanish without the file changing).
-As install.py does, a file modified within RACY_WINDOW_NS of being read is
-not remembered: a rewrite within one clock tick can keep size and mtime.
+As install.py does, a file modified within the racy window of being read
+(regular_file.settled) is not remembered: a rewrite within one clock tick
+can keep size and mtime.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import os
 import time
 
 from ._value import Value
-from .regular_file import RACY_WINDOW_NS
+from .regular_file import settled
 
 __all__ = ["MAX_STORE_BYTES", "StoreFile", "StoreRow", "read_store",
            "recorded_path", "counting_rows", "clear_cache"]
@@ -170,7 +171,7 @@ def _read_fresh(path: str) -> StoreFile:
     key = _identity(info)
     # Remembered only when nothing changed while it was read and the file is
     # older than the racy window (install.py says why).
-    if _identity(after) == key and started - max(key[3], key[4]) > RACY_WINDOW_NS:
+    if _identity(after) == key and settled(started, (key[3], key[4])):
         while len(_cache) >= _MAX_CACHED:
             _cache.pop(next(iter(_cache), None), None)
         _cache[(path, *key)] = store

@@ -50,15 +50,33 @@ def store_listing() -> StoreListing:
     reads it, its installed.json through store.read_store (remembered while
     unchanged), and each counting alias's install through install.snapshot
     (remembered while unchanged, as a plan's)."""
+    from .errors import InvalidArgument
     from .model_names import absolute_path, store_root
     from .store import counting_rows, read_store
     root = store_root()
     if root is None:
         return StoreListing(None, None, False, NO_ROOT_REASON, ())
     store = read_store(root)
-    aliases = tuple(_alias_row(alias, path, absolute_path(path))
-                    for alias, path in counting_rows(store).items())
-    return StoreListing(root, absolute_path(store.path), store.read, store.reason, aliases)
+    try:
+        aliases = tuple(_alias_row(alias, path, absolute_path(path, f"the alias {alias}"))
+                        for alias, path in counting_rows(store).items())
+        store_file = absolute_path(store.path, "the store's installed.json")
+    except InvalidArgument as exc:
+        # The store's paths cannot be named as a result names them (absolute,
+        # UTF-8: a working directory removed under a relative root, or bytes
+        # that are not UTF-8 in it): no rows, and why. The root is shown only
+        # when it is UTF-8 text.
+        shown = root if _is_utf8(root) else None
+        return StoreListing(shown, None, False, f"no store listing: {exc}", ())
+    return StoreListing(root, store_file, store.read, store.reason, aliases)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a byte that is not UTF-8, as a lone surrogate
+        return False
+    return True
 
 
 def _alias_row(alias: str, path: str, model_dir: str) -> StoreAlias:

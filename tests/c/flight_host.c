@@ -5,10 +5,13 @@
  * one per thread, is the single flight of install.py.
  *
  * Run: flight_host DIR [DIR...]   (thread i plans DIR number i % count)
- * Prints "plan <status>" per thread, in thread order. */
+ * Prints "plan <status>" per thread, in thread order, then "maxrss <KiB>":
+ * the process's peak resident set (getrusage), what the reads cost. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tsffi.h"
 
@@ -18,6 +21,19 @@ static char **dirs;
 static int dir_count;
 static pthread_barrier_t barrier;
 static int32_t statuses[THREADS];
+
+static long peak_rss_kib(void) {
+    char line[256];
+    long kib = -1;
+    FILE *status = fopen("/proc/self/status", "r");
+    if (status == NULL)
+        return -1;
+    while (fgets(line, sizeof line, status) != NULL)
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kib = atol(line + 6);
+    fclose(status);
+    return kib;
+}
 
 static void *run(void *arg) {
     int index = (int)(size_t)arg;
@@ -46,5 +62,6 @@ int main(int argc, char **argv) {
         pthread_join(threads[i], NULL);
     for (i = 0; i < THREADS; i++)
         printf("plan %d\n", (int)statuses[i]);
+    printf("maxrss %ld\n", peak_rss_kib());
     return 0;
 }
