@@ -109,10 +109,10 @@ def test_a_same_size_rewrite_within_the_second_is_seen(lib, whole_second_fs, tmp
     Tried until the rewrite lands in the same second as the write it replaces
     (a busy machine may carry it past the second: then that try shows
     nothing, and the next one is made)."""
-    from test_cache import MTP_FC, same_size_indexes
+    from test_cache import MTP_HEAD, same_size_indexes
     mtp_bytes, dflash_bytes = same_size_indexes(tmp_path)
     for attempt in range(10):
-        d = write_custom_install(whole_second_fs / f"inst{attempt}", trunk_tensors() + [MTP_FC])
+        d = write_custom_install(whole_second_fs / f"inst{attempt}", trunk_tensors() + MTP_HEAD)
         weights = d / "model_weights.bin"
         # The start of a second, so that the write, a 150 ms wait, the plan
         # and the rewrite fit in it.
