@@ -38,7 +38,7 @@
 #define TSFFI__FACT_JOINED_LENGTH 0
 #define TSFFI__FACT_FIRST_LAYER   1
 #define TSFFI__FACT_FIRST_SLOT    2
-#define TSFFI__MAX_EXACT_NAMES    8
+#define TSFFI__MAX_EXACT_NAMES    24
 /* A layer number of more digits than this is handed back (int64 range). */
 #define TSFFI__MAX_LAYER_DIGITS 18
 

@@ -198,3 +198,23 @@ def test_make_install_writes_an_accepted_arch(tmp_path):
     assert main(["make-install", str(tmp_path / "moe"), "--experts", "8", "--mtp"]) == 0
     arch = load_manifest_arch(str(tmp_path / "moe"))
     assert (arch.family, arch.num_experts) == ("qwen36", 8)
+
+
+def test_the_plain_check_answers_only_what_serdes_visit_answers():
+    """manifest_arch's one-pass check of a well-formed arch is the same rule
+    as serde's visit: over every row above (and their mutations of one
+    field's type), it either declines or gives the visit's own fields."""
+    from turbospark_ffi import manifest_arch as m
+    values = [r[1] for r in ARCH_ROWS if isinstance(r[1], dict)]
+    for key in REQUIRED + ["family", "visionDepth", "attentionScale"]:
+        for odd in (None, True, 1, 1.5, "x", [], {}, 1 << 63, [1, "x"]):
+            values.append({**GOOD, key: odd})
+    declined = 0
+    for value in values:
+        plain = m._plain_fields(value)
+        if plain is None:
+            declined += 1
+            continue
+        # The keys the struct declares are the same, each with the same value.
+        assert m._visit(value) == {k: v for k, v in plain.items() if k in m._BY_KEY}
+    assert 0 < declined < len(values)

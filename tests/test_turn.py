@@ -96,3 +96,15 @@ def test_a_sampled_turn_leaves_the_dflash2_session_on(tmp_path):
     assert plan["speculation"] == {"block": 2, "drafter": "dflash", "reason": None}
     assert plan["turn"]["speculates"] is False
     assert plan["turn"]["reason"] == SAMPLED
+
+
+def test_the_temperatures_fast_text_is_rust_texts():
+    """wire's turn text takes repr's digits where they are serde's: held
+    equal to rust_text's rule over generated values, exponents included."""
+    import random
+    from turbospark_ffi.rust_text import compact
+    from turbospark_ffi.turn import temperature_text
+    rng = random.Random(37)
+    values = [0.0, -0.0, 0.2, 1.0, 2.5, 1e-5, 1e-7, 1e15, 1e16, 12340000000.0, 5e-324, 1e300]
+    values += [rng.random() * rng.choice([1, 10, 1e-3, 1e6, 1e20]) for _ in range(5000)]
+    assert [temperature_text(v) for v in values] == [compact(v) for v in values]

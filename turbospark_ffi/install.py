@@ -42,6 +42,7 @@ from .manifest_arch import MANIFEST_NAME, ManifestArch, load_manifest_arch
 from .policy import DrafterChoice, SpeculativeDrafter, resolve_drafter
 from .regular_file import RACY_WINDOW_NS, settled  # one rule for every reader's cache
 from .resident_index import ResidentIndex, load_resident_index
+from .runner_open import build_dflash, build_mtp, check_dtype_gates
 
 __all__ = ["InstallSnapshot", "snapshot", "clear_cache", "use_native_keys", "file_keys",
            "keys_in_use", "python_file_keys", "LEAVES",
@@ -168,7 +169,6 @@ class InstallSnapshot:
             return self.arch_error
         if self.index_error is not None:
             return OpenRefused(str(self.index_error), stage="index")
-        from .runner_open import check_dtype_gates
         try:
             check_dtype_gates(self.index)
         except OpenRefused as exc:
@@ -186,7 +186,6 @@ class InstallSnapshot:
         return outcome
 
     def _builds(self, drafter: SpeculativeDrafter, fixed: bool):
-        from .runner_open import build_dflash, build_mtp
         build = build_dflash if drafter is SpeculativeDrafter.DFLASH else build_mtp
         try:
             return build(self.index, self.arch, fixed)

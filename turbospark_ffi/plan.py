@@ -124,9 +124,12 @@ def _decide(snap: InstallSnapshot, column: tuple, speculation: Speculation,
              SpeculativeDrafter.DFLASH: _built(snap, SpeculativeDrafter.DFLASH,
                                                policies.dflash.mode)}
     if code is None and speculation.kind != "off":
-        arch = snap.arch
-        found = speculation_blocker(arch, snap.index, choice.drafter, built[choice.drafter],
-                                    arch.vision_depth > 0 or _sidecar_attaches(options))
+        # Remembered on the snapshot: a choices table asks it of each item,
+        # and it depends only on these three (and the files).
+        vision = snap.arch.vision_depth > 0 or _sidecar_attaches(options)
+        found = snap.memo(("blocker", choice.drafter, built[choice.drafter], vision),
+                          speculation_blocker, snap.arch, snap.index, choice.drafter,
+                          built[choice.drafter], vision)
         if found is not None:
             blocker, code = found.message, found.code
     # The open decides with greedy decoding assumed (FACTS section 13): the
@@ -340,8 +343,9 @@ class Request:
     def preview(self) -> PlanResult:
         """`plan_for_snapshot` for this request (raises OpenRefused or
         SpeculationRefused, as the open fails)."""
-        check_opens(self.snapshot, self.name)
-        return self.memo("plan", plan_for_snapshot, self.snapshot, self.options)
+        # plan_for_snapshot checks the open's refusal (never remembered: a
+        # refusal is raised, not an answer of the memo).
+        return self.memo("plan", plan_for_snapshot, self.snapshot, self.options, self.name)
 
     def reported(self) -> tuple[Outcome, str] | None:
         """The engine's outcome (and its warning) that tsffi_reconcile
@@ -360,8 +364,7 @@ class Request:
 
     def choices(self) -> SpeculationChoices:
         """`choices_for_snapshot` for this request."""
-        check_opens(self.snapshot, self.name)
-        return self.memo("choices", choices_for_snapshot, self.snapshot, self.options)
+        return self.memo("choices", choices_for_snapshot, self.snapshot, self.options, self.name)
 
 
 def request(model_dir: str | bytes | os.PathLike,

@@ -35,6 +35,7 @@ EXECUTABLE_GGUF_DTYPES = (6, 7, 8, 10, 11, 12, 13, 17, 18, 19, 20, 21, 22, 23, 2
 # GGUF tags; FP16 (2) only under VISION_PREFIX, the tower's FP16 tensors.
 READABLE_DTYPES = frozenset((1, 4, 5, 15, 16) + EXECUTABLE_GGUF_DTYPES)
 FP16 = 2
+_READABLE_BYTES = bytes(sorted(READABLE_DTYPES))
 VISION_PREFIX = b"vision."
 _TAGS_TEXT = "[" + ", ".join(map(str, EXECUTABLE_GGUF_DTYPES)) + "]"
 
@@ -52,7 +53,12 @@ def check_dtype_gates(index: ResidentIndex) -> None:
     tensor with the smallest name: a GGUF block dtype without a resident
     kernel first, then any tag no reader honours. One column of the entry
     table is read; names only when a gate trips."""
-    present = set(index.dtypes())
+    tags = index.dtypes()
+    # The common case in C: every tag readable (deleting the readable ones
+    # leaves nothing); a set of 866 tags costs ~10 us, measured.
+    if not tags.translate(None, _READABLE_BYTES):
+        return
+    present = set(tags)
     stuck_gguf = present & (GGUF_BLOCK_DTYPES - READABLE_DTYPES)
     if stuck_gguf:
         name, tag = _smallest(index, lambda name, tag: tag in stuck_gguf)
@@ -87,6 +93,8 @@ def build_mtp(index: ResidentIndex, arch: ManifestArch, fixed: bool) -> bool:
         return False
     if not fixed and MTP_PRESENCE_TENSOR not in index:
         return False
+    # The reader's C pass answers these 15 names as it reads (resident_index
+    # _QUERIED_NAMES): no search here.
     for name in MTP_HEAD_TENSORS:
         if name not in index:
             raise OpenRefused(MISSING_RESIDENT_TENSOR.format(name=name), stage="mtpBuild")

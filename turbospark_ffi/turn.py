@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ._value import Value
 
-__all__ = ["DEFAULT_TURN_TEMPERATURE", "Turn", "turn", "REASON_TEMPERATURE",
+__all__ = ["DEFAULT_TURN_TEMPERATURE", "Turn", "turn", "temperature_text", "REASON_TEMPERATURE",
            "REASON_RATE_CAP", "REASON_POWER_PROFILE", "REASON_LOW_POWER_MODE"]
 
 # The C ABI's (and the Swift binding's) generate default.
@@ -64,6 +64,16 @@ def _number(t: float) -> str:
     return compact(t)
 
 
+def temperature_text(t: float) -> str:
+    """serde_json's text of the turn's temperature: repr's shortest digits
+    where the two agree (no exponent; what every slider gives), else
+    rust_text's full rule."""
+    text = repr(t)
+    if "e" in text or "n" in text:  # an exponent, inf or nan
+        return _number(t)
+    return text
+
+
 def turn(session_block: int | None, temperature: float | None, rate_capped: bool,
          power_profile: str | None, low_power_mode: bool) -> Turn:
     """The turn a host sends on a session whose block is `session_block`,
@@ -76,7 +86,7 @@ def turn(session_block: int | None, temperature: float | None, rate_capped: bool
         return Turn(t, False, None)
     if t != 0:
         return Turn(t, False, REASON_TEMPERATURE.format(
-            t=_number(t), default="" if given else " (the engine binding's default)"))
+            t=temperature_text(t), default="" if given else " (the engine binding's default)"))
     if rate_capped:
         return Turn(t, False, REASON_RATE_CAP)
     if power_profile is not None and power_profile != "performance":

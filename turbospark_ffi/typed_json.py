@@ -41,6 +41,7 @@ from __future__ import annotations
 import _json
 
 __all__ = ["TypedJsonError", "ANY", "STRING", "BOOL", "U32", "U64", "F64", "decode_precise",
+           "fast_float", "shallow",
            "Option", "Seq", "Enum", "Field", "Struct", "StructValue", "decode",
            "RECURSION_LIMIT"]
 
@@ -1087,7 +1088,9 @@ class _Pairs(list):
     __slots__ = ()
 
 
-def _fast_float(literal: str) -> object:
+def fast_float(literal: str) -> object:
+    """serde_json's f64 of a number literal (without `float_roundtrip`), or
+    _REFUSED for one it refuses (out of range)."""
     if len(literal) <= 16 and "e" not in literal and "E" not in literal:
         # At most 15 digits: serde's significand is exact in a double and
         # so is the 10**k it divides by; one rounding, the one float() does.
@@ -1108,7 +1111,7 @@ def _fast_int(literal: str) -> object:
             return value
     elif value >= -(1 << 63) and value != 0:
         return value
-    return _fast_float(literal)  # `-0` and integers past u64/i64 are serde floats
+    return fast_float(literal)  # `-0` and integers past u64/i64 are serde floats
 
 
 def _refuse_constant(name: str) -> object:
@@ -1119,7 +1122,7 @@ class _ScanContext:
     strict = True
     object_hook = None
     object_pairs_hook = _Pairs
-    parse_float = _fast_float
+    parse_float = fast_float
     parse_int = _fast_int
     parse_constant = _refuse_constant
 
@@ -1131,7 +1134,7 @@ _scan = _json.make_scanner(_ScanContext)
 _FAST_MAX_DEPTH = 64
 
 
-def _shallow(text: str) -> bool:
+def shallow(text: str) -> bool:
     """No array or object in `text` nests more than _FAST_MAX_DEPTH deep
     (False too for a text whose strings do not close: the precise path
     words that). Cheap for a flat text: only brackets outside strings are
@@ -1153,7 +1156,7 @@ def _shallow(text: str) -> bool:
 
 
 def _fast_decode(text: str, root: _Type, capture: frozenset) -> object:
-    if not _shallow(text):
+    if not shallow(text):
         return _SLOW
     if capture and any(f'"{key}"' in text for key in capture):
         return _SLOW  # a captured value's raw text is the precise path's to cut

@@ -103,8 +103,9 @@ def speculation_text(plan: SpeculationPlan, drafter: SpeculativeDrafter) -> str:
 
 def turn_text(turn) -> str:
     """A plan's "turn" object."""
-    from .rust_text import compact
-    return _TURN % (compact(turn.temperature), _FLAG[turn.speculates], _string(turn.reason))
+    from .turn import temperature_text
+    return _TURN % (temperature_text(turn.temperature), _FLAG[turn.speculates],
+                    _string(turn.reason))
 
 
 def _plan_text(texts: dict, parts: tuple, tail: tuple[str, ...], source: str = "preview") -> str:
@@ -281,10 +282,9 @@ def plan_json(request: Request) -> bytes:
 
 def choices_json(request: Request) -> bytes:
     """What `tsffi_speculation_choices` returns for `request`."""
-    from .plan import check_opens
-    check_opens(request.snapshot, request.name)
+    # choices_text's table checks the open's refusal of the install.
     return request.memo("choices-json", lambda: choices_text(
-        request.snapshot, request.options).encode("ascii"))
+        request.snapshot, request.options, request.name).encode("ascii"))
 
 
 def install_info_json(request: Request) -> bytes:
