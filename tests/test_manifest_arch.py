@@ -218,3 +218,30 @@ def test_the_plain_check_answers_only_what_serdes_visit_answers():
         # The keys the struct declares are the same, each with the same value.
         assert m._visit(value) == {k: v for k, v in plain.items() if k in m._BY_KEY}
     assert 0 < declined < len(values)
+
+
+def test_a_remembered_arch_answers_only_its_own_bytes(tmp_path):
+    # The arch is remembered by the manifest's exact text: the same text
+    # again is the same value; one byte changed is read afresh, and a text
+    # refused after an accepted one (or the reverse) answers as it would alone.
+    d = write_install(tmp_path / "i", mtp=True)
+    path = d / "manifest.json"
+    first = load_manifest_arch(str(d))
+    assert load_manifest_arch(str(d)) is first
+    manifest = json.loads(path.read_bytes())
+    manifest["arch"]["numExperts"] = 7
+    path.write_bytes(json.dumps(manifest).encode())
+    changed = load_manifest_arch(str(d))
+    assert (first.num_experts, changed.num_experts) == (0, 7)
+    manifest["arch"]["family"] = "qwen3.5"
+    path.write_bytes(json.dumps(manifest).encode())
+    for _ in range(2):
+        with pytest.raises(OpenRefused) as info:
+            load_manifest_arch(str(d))
+        assert str(info.value) == 'unknown arch.family "qwen3.5"'
+    # Past the bound the oldest text is dropped, and every answer stays its own.
+    for n in range(40):
+        manifest["arch"]["family"] = "qwen35"
+        manifest["arch"]["numExperts"] = 100 + n
+        path.write_bytes(json.dumps(manifest).encode())
+        assert load_manifest_arch(str(d)).num_experts == 100 + n

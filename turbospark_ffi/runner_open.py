@@ -94,11 +94,15 @@ def build_mtp(index: ResidentIndex, arch: ManifestArch, fixed: bool) -> bool:
     if not fixed and MTP_PRESENCE_TENSOR not in index:
         return False
     # The reader's C pass answers these 15 names as it reads (resident_index
-    # _QUERIED_NAMES): no search here.
-    for name in MTP_HEAD_TENSORS:
+    # _QUERIED_NAMES): no search here, and asked as bytes, no encoding.
+    for name in _MTP_HEAD_NAME_BYTES:
         if name not in index:
-            raise OpenRefused(MISSING_RESIDENT_TENSOR.format(name=name), stage="mtpBuild")
+            raise OpenRefused(MISSING_RESIDENT_TENSOR.format(name=name.decode()),
+                              stage="mtpBuild")
     return True
+
+
+_MTP_HEAD_NAME_BYTES = tuple(name.encode() for name in MTP_HEAD_TENSORS)
 
 
 class _Drafter:
