@@ -9,7 +9,7 @@ import pytest
 
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.plan import speculation_plan
-from turbospark_ffi.turn import turn
+from turbospark_ffi.turn import REASON_TEMPERATURE, turn
 from turbospark_ffi.wire import plan_to_dict
 
 DEFAULT = ("this session drafts, but a turn speculates only at temperature 0 and this turn's "
@@ -85,6 +85,18 @@ def test_the_function_reads_only_its_inputs(block):
     # -0.0 is 0 for the engine's `== 0.0` test.
     assert turn(block, -0.0, False, None, False).speculates is (block is not None)
     assert turn(block, 1e-9, False, None, False).speculates is False
+
+
+def test_a_remembered_turn_keeps_its_own_temperature():
+    # Turns are remembered by their arguments; 0.0, -0.0 and 0 are equal
+    # keys to a dict, and the turn (and its JSON) carries the temperature as given.
+    import math
+    for block in (2, None, 2):
+        zero, negative = turn(block, 0.0, False, None, False), turn(block, -0.0, False, None, False)
+        assert (math.copysign(1, zero.temperature), math.copysign(1, negative.temperature)) == (1, -1)
+        assert type(turn(block, 0, False, None, False).temperature) is int
+        assert turn(block, 0.5, False, None, False).reason == (
+            None if block is None else REASON_TEMPERATURE.format(t="0.5", default=""))
 
 
 def test_a_sampled_turn_leaves_the_dflash2_session_on(tmp_path):
