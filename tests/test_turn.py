@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from turbospark_ffi.install import snapshot
 from turbospark_ffi.install_writer import write_install
-from turbospark_ffi.plan import speculation_plan
-from turbospark_ffi.turn import REASON_TEMPERATURE, turn
-from turbospark_ffi.wire import plan_to_dict
+from turbospark_ffi.options import parse_options
+from turbospark_ffi.plan import plan_for_snapshot, speculation_plan
+from turbospark_ffi.turn import turn
+from turbospark_ffi.wire import plan_text, plan_to_dict
 
 DEFAULT = ("this session drafts, but a turn speculates only at temperature 0 and this turn's "
            "temperature is 0.2 (the engine binding's default): it decodes sequentially (send "
@@ -87,16 +89,15 @@ def test_the_function_reads_only_its_inputs(block):
     assert turn(block, 1e-9, False, None, False).speculates is False
 
 
-def test_a_remembered_turn_keeps_its_own_temperature():
-    # Turns are remembered by their arguments; 0.0, -0.0 and 0 are equal
-    # keys to a dict, and the turn (and its JSON) carries the temperature as given.
-    import math
-    for block in (2, None, 2):
-        zero, negative = turn(block, 0.0, False, None, False), turn(block, -0.0, False, None, False)
-        assert (math.copysign(1, zero.temperature), math.copysign(1, negative.temperature)) == (1, -1)
-        assert type(turn(block, 0, False, None, False).temperature) is int
-        assert turn(block, 0.5, False, None, False).reason == (
-            None if block is None else REASON_TEMPERATURE.format(t="0.5", default=""))
+def test_a_remembered_turn_keeps_its_own_temperature(mtp):
+    # A snapshot remembers each turn by its inputs; 0.0 and -0.0 are one key
+    # to a dict, and the plan's JSON carries the temperature as sent.
+    snap = snapshot(mtp)
+    for temperature in ("0.0", "-0.0", "0.0", "0.5", "-0.0"):
+        options = parse_options(('{"tsffi": {"temperature": %s}}' % temperature).encode())
+        text = plan_text(plan_for_snapshot(snap, options))
+        assert '"turn":{"temperature":%s,' % temperature in text
+        assert ('"speculates":false' in text) is (temperature == "0.5")
 
 
 def test_a_sampled_turn_leaves_the_dflash2_session_on(tmp_path):

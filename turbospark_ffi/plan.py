@@ -137,8 +137,16 @@ def _decide(snap: InstallSnapshot, column: tuple, speculation: Speculation,
     plan = resolve_speculation(speculation, choice.drafter, blocker, True)
     if plan.enabled or plan.reason is None:
         code = None
-    the_turn = turn(plan.block if plan.enabled else None, options.temperature,
-                    options.rate_capped, options.power_profile, options.low_power_mode)
+    # Remembered on the snapshot (a table asks the same turn of up to 34
+    # decisions): only whether the session drafts matters, not its block, and
+    # the temperature by its repr, since 0.0, -0.0 and 0 are one key to a dict
+    # and the turn carries it as given.
+    block = plan.block if plan.enabled else None
+    t = options.temperature
+    the_turn = snap.memo(("turn", block is None, None if t is None else repr(t),
+                          options.rate_capped, options.power_profile, options.low_power_mode),
+                         turn, block, t, options.rate_capped, options.power_profile,
+                         options.low_power_mode)
     return choice, policies, plan, code, the_turn
 
 

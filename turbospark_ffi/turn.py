@@ -80,29 +80,9 @@ def turn(session_block: int | None, temperature: float | None, rate_capped: bool
     at `temperature` (None: the binding's default), with the open's
     `maxTokensPerSec` given or not (`rate_capped`) and its `powerProfile`
     (None: absent, resolved from `low_power_mode`)."""
-    # Only whether the session drafts matters, not its block; remembered by
-    # the arguments, since a choices table asks the same turn of up to 34
-    # decisions (a Turn is frozen; the texts are built once). The temperature
-    # by its repr: -0.0 == 0.0 and 0 == 0.0 as keys, and the turn carries it.
-    key = (session_block is None, None if temperature is None else repr(temperature),
-           rate_capped, power_profile, low_power_mode)
-    known = _TURNS.get(key)
-    if known is None:
-        if len(_TURNS) >= 256:
-            _TURNS.clear()
-        known = _TURNS[key] = _turn(session_block is None, temperature, rate_capped,
-                                    power_profile, low_power_mode)
-    return known
-
-
-_TURNS: dict[tuple, Turn] = {}
-
-
-def _turn(no_session_block: bool, temperature: float | None, rate_capped: bool,
-          power_profile: str | None, low_power_mode: bool) -> Turn:
     given = temperature is not None
     t = temperature if given else DEFAULT_TURN_TEMPERATURE
-    if no_session_block:
+    if session_block is None:
         return Turn(t, False, None)
     if t != 0:
         return Turn(t, False, REASON_TEMPERATURE.format(
