@@ -157,9 +157,9 @@ extern "C" {
 #pragma clang diagnostic ignored "-Wnullability-extension"
 #endif
 
-#if defined(_WIN32)
-#define TSFFI_API __declspec(dllexport)
-#elif defined(__GNUC__)
+/* POSIX only (the engine runs on macOS; CI builds on Linux): no Windows
+ * export spelling. */
+#if defined(__GNUC__)
 #define TSFFI_API __attribute__((visibility("default")))
 #else
 #define TSFFI_API

@@ -28,7 +28,7 @@ import os
 
 from .errors import InvalidArgument
 
-__all__ = ["absolute_path", "check_model_dir", "resolve_model_name", "resolve_model_dir",
+__all__ = ["absolute_path", "check_model_dir", "resolve_model_name",
            "store_root", "use_getenv", "INSTALLED_JSON", "DEFAULT_INSTALL_PATHS"]
 
 INSTALLED_JSON = "installed.json"
@@ -81,11 +81,6 @@ def check_model_dir(model_dir: str | bytes | os.PathLike) -> str:
         raise InvalidArgument(f"model_dir contains a NUL character (at offset {nul}); accepts "
                               "a path or an alias without NUL characters")
     return text
-
-
-def resolve_model_dir(model_dir: str | bytes | os.PathLike) -> str:
-    """`check_model_dir`, then `resolve_model_name`: the directory to read."""
-    return resolve_model_name(check_model_dir(model_dir))
 
 
 def _is_dir(path: str) -> bool:
