@@ -331,6 +331,13 @@ def _invalid_type(value: object, expecting: str) -> _Invalid:
     return _Invalid(f"invalid type: {_unexpected(value)}, expected {expecting}")
 
 
+def _all_i64(values: list) -> bool:
+    """Whether a non-empty list holds only ints within i64, checked in C
+    (the common case of a layer mask): serde decodes it unchanged."""
+    return bool(values) and set(map(type, values)) == {int} and \
+        _I64_MIN <= min(values) and max(values) <= _I64_MAX
+
+
 def _decode(value: object, tp) -> object:
     if tp == _I64:
         if type(value) is int:
@@ -357,9 +364,7 @@ def _decode(value: object, tp) -> object:
     if kind == "seq":
         if type(value) is not list:
             raise _invalid_type(value, "a sequence")
-        # The common case, checked in C: every element an i64 (a layer mask).
-        if element == _I64 and value and set(map(type, value)) == {int} and \
-                _I64_MIN <= min(value) and max(value) <= _I64_MAX:
+        if element == _I64 and _all_i64(value):
             return value
         return [_decode(item, element) for item in value]
     # [i64; 3]
@@ -400,8 +405,7 @@ def _plain_fields(value: dict) -> dict | None:
             return None
     mask = get("fullAttentionLayerMask")
     if type(get("hiddenActivation")) is not str or type(mask) is not list or \
-            (mask and (set(map(type, mask)) != {int} or min(mask) < _I64_MIN
-                       or max(mask) > _I64_MAX)):
+            (mask and not _all_i64(mask)):
         return None
     for key in value.keys() - _REQUIRED_KEYS:
         if key in _BY_KEY and not (key in _PLAIN_OPTIONAL and (

@@ -137,17 +137,21 @@ def _decide(snap: InstallSnapshot, column: tuple, speculation: Speculation,
     plan = resolve_speculation(speculation, choice.drafter, blocker, True)
     if plan.enabled or plan.reason is None:
         code = None
-    # Remembered on the snapshot (a table asks the same turn of up to 34
-    # decisions): only whether the session drafts matters, not its block, and
-    # the temperature by its repr, since 0.0, -0.0 and 0 are one key to a dict
-    # and the turn carries it as given.
-    block = plan.block if plan.enabled else None
+    return choice, policies, plan, code, _session_turn(snap, plan.block if plan.enabled else None,
+                                                       options)
+
+
+def _session_turn(snap: InstallSnapshot, block: int | None, options: Options) -> Turn:
+    """The turn `options` send on a session whose block is `block` (None:
+    it does not draft). Remembered on the snapshot (a table asks the same
+    turn of up to 34 decisions): only whether the session drafts matters,
+    not its block, and the temperature by its repr, since 0.0, -0.0 and 0
+    are one key to a dict and the turn carries it as given."""
     t = options.temperature
-    the_turn = snap.memo(("turn", block is None, None if t is None else repr(t),
-                          options.rate_capped, options.power_profile, options.low_power_mode),
-                         turn, block, t, options.rate_capped, options.power_profile,
-                         options.low_power_mode)
-    return choice, policies, plan, code, the_turn
+    return snap.memo(("turn", block is None, None if t is None else repr(t),
+                      options.rate_capped, options.power_profile, options.low_power_mode),
+                     turn, block, t, options.rate_capped, options.power_profile,
+                     options.low_power_mode)
 
 
 def _sidecar_attaches(options: Options) -> bool:
@@ -185,11 +189,10 @@ def engine_plan(snap: InstallSnapshot, options: Options, engine: Outcome,
     speculation = SpeculationDisabled(engine.reason) if engine.block is None \
         else SpeculationEnabled(engine.block)
     # The turn follows the engine's session, as it follows the preview's.
-    the_turn = turn(engine.block, options.temperature, options.rate_capped,
-                    options.power_profile, options.low_power_mode)
     return PlanResult(choice, draft_policies(choice, options.speculation), speculation,
                       options.ignored_keys, snap.model_dir, reason_code=None,
-                      warnings=(*options.warnings, warning), turn=the_turn, source="engine")
+                      warnings=(*options.warnings, warning),
+                      turn=_session_turn(snap, engine.block, options), source="engine")
 
 
 class SpeculationChoice(Value):
