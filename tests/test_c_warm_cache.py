@@ -19,6 +19,7 @@ import shutil
 
 import pytest
 
+from conftest import declare
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE
 
@@ -26,14 +27,7 @@ from turbospark_ffi.policy import DFLASH_AUTO_NOTE
 
 @pytest.fixture(scope="module")
 def lib(library_path):
-    lib = ctypes.CDLL(str(library_path))
-    lib.tsffi_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
-                                        ctypes.POINTER(ctypes.c_void_p)]
-    lib.tsffi_speculation_plan.restype = ctypes.c_int32
-    lib.tsffi_resolve_drafter.argtypes = lib.tsffi_speculation_plan.argtypes
-    lib.tsffi_resolve_drafter.restype = ctypes.c_int32
-    lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
-    return lib
+    return declare(ctypes.CDLL(str(library_path)))
 
 
 def plan(lib, model_dir, options=b"{}", refused_ok=False):

@@ -36,6 +36,7 @@ import os
 
 import pytest
 
+from conftest import declare
 from engine_texts import blocker
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.resident_index import install_has_mtp_head, load_resident_index
@@ -46,12 +47,7 @@ NAME, RENAMED = b"mtp.fc.weight", b"mtp.fc.weighX"
 
 @pytest.fixture(scope="module")
 def lib(library_path):
-    lib = ctypes.CDLL(str(library_path))
-    lib.tsffi_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
-                                        ctypes.POINTER(ctypes.c_void_p)]
-    lib.tsffi_speculation_plan.restype = ctypes.c_int32
-    lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
-    return lib
+    return declare(ctypes.CDLL(str(library_path)))
 
 
 def plan(lib, model_dir) -> dict:

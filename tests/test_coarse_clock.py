@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import declare
 from installs import write_custom_install
 from turbospark_ffi import install
 from turbospark_ffi.install_writer import trunk_tensors
@@ -85,12 +86,7 @@ def whole_second_fs(tmp_path):
 
 @pytest.fixture(scope="module")
 def lib(library_path):
-    lib = ctypes.CDLL(str(library_path))
-    lib.tsffi_speculation_plan.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
-                                           ctypes.POINTER(ctypes.c_void_p)]
-    lib.tsffi_speculation_plan.restype = ctypes.c_int32
-    lib.tsffi_string_free.argtypes = [ctypes.c_void_p]
-    return lib
+    return declare(ctypes.CDLL(str(library_path)))
 
 
 def plan_drafter_flags(lib, model_dir: Path) -> tuple:

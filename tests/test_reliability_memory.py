@@ -69,18 +69,24 @@ def memory_script(tmp_path_factory):
     return write_script(root / "script.txt", lines)
 
 
+def assert_flat_from_10k_to_100k(run, unit: str) -> None:
+    """A driver's checkpoints ("P CALLS RSS_BYTES OPEN_FDS"): resident memory
+    within 2 MB and open descriptors unchanged from 10,000 to 100,000 `unit`."""
+    points = {int(calls): (int(rss), int(fds)) for calls, rss, fds in run.tagged("P")}
+    (rss10k, fds10k), (rss100k, fds100k) = points[10_000], points[100_000]
+    assert rss10k > 0
+    assert rss100k - rss10k <= MB2, (
+        f"RSS grew {(rss100k - rss10k) / 1024:.0f} KiB between 10,000 and 100,000 {unit} "
+        f"(checkpoints: {points})")
+    assert fds100k == fds10k, f"open file descriptors changed: {points}"
+
+
 def test_rss_after_100000_calls_is_within_2mb_of_after_10000(drivers, memory_script):
     run = run_host([drivers.get("memory_host"), memory_script, 100_000, 500,
                     1_000, 10_000, 50_000, 100_000], what="memory_host (100,000 calls)")
     counts = dict(item.split("=") for item in run.tagged("C")[0][1:])
     assert {"0", "1", "2", "4"} <= set(counts), f"the mix lacks a status: {counts}"
-    points = {int(calls): (int(rss), int(fds)) for calls, rss, fds in run.tagged("P")}
-    (rss10k, fds10k), (rss100k, fds100k) = points[10_000], points[100_000]
-    assert rss10k > 0
-    assert rss100k - rss10k <= MB2, (
-        f"RSS grew {(rss100k - rss10k) / 1024:.0f} KiB between 10,000 and 100,000 calls "
-        f"(checkpoints: {points})")
-    assert fds100k == fds10k, f"open file descriptors changed: {points}"
+    assert_flat_from_10k_to_100k(run, "calls")
 
 
 def test_the_rss_measure_sees_results_that_are_never_freed(drivers, memory_script):
@@ -201,13 +207,7 @@ def test_rss_after_100000_distinct_reconciles_is_within_2mb_of_after_10000(drive
     # (failed opens) alike.
     assert (reconciled, other) == (100_000, 0)
     assert planned > 0 and refused > 0 and planned + refused == 100_000
-    points = {int(calls): (int(rss), int(fds)) for calls, rss, fds in run.tagged("P")}
-    (rss10k, fds10k), (rss100k, fds100k) = points[10_000], points[100_000]
-    assert rss10k > 0
-    assert rss100k - rss10k <= MB2, (
-        f"RSS grew {(rss100k - rss10k) / 1024:.0f} KiB between 10,000 and 100,000 reconciles "
-        f"(checkpoints: {points})")
-    assert fds100k == fds10k, f"open file descriptors changed: {points}"
+    assert_flat_from_10k_to_100k(run, "reconciles")
 
 
 def test_the_reconcile_rss_measure_sees_results_that_are_never_freed(drivers,

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "rel_common.c"
+#include "process_stats.h"
 
 static struct call *calls;
 static long ncalls;
@@ -50,30 +51,6 @@ static void *thread_main(void *arg) {
     for (k = 0; k < 4; k++)
         call_once(job->first + k, 0);
     return NULL;
-}
-
-static long resident_bytes(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, resident = 0;
-    if (f == NULL)
-        return -1;
-    if (fscanf(f, "%ld %ld", &size, &resident) != 2)
-        resident = -1;
-    fclose(f);
-    return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
-}
-
-static int open_fds(void) {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1; /* the directory stream's own descriptor */
 }
 
 int main(int argc, char **argv) {

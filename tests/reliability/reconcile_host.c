@@ -23,30 +23,7 @@
 #include <unistd.h>
 
 #include "tsffi.h"
-
-static long resident_bytes(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, resident = 0;
-    if (f == NULL)
-        return -1;
-    if (fscanf(f, "%ld %ld", &size, &resident) != 2)
-        resident = -1;
-    fclose(f);
-    return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
-}
-
-static int open_fds(void) {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1; /* the directory stream's own descriptor */
-}
+#include "process_stats.h"
 
 int main(int argc, char **argv) {
     long total, i, next_checkpoint, reconciled = 0, planned = 0, refused = 0, other = 0;
