@@ -15,12 +15,12 @@ Three views, each the median of --reps repetitions (min..max):
    have no usable .pyc (compiled from source on every start, because the
    embedded interpreter never writes bytecode).
 2. first plan of an unseen install, at 866 and 100,000 entries and for the
-   real-size MoE layout: install.snapshot split into load_resident_index and
+   real-size MoE layout: snapshots.snapshot split into load_resident_index and
    load_expert_layout, then the blocker preview, the policy, the JSON text;
    the first choices table beside it.
 3. a warm call (the library loaded in process, as a Python host loads it):
    the pieces _abi._speculation_plan runs on an unchanged install (check
-   model_dir, the stat key, the memo lookup).
+   model_dir, parse the options, the stat key, the decision and its text).
 4. threads: bench/out/bin/tsffi_host (built by bench/run.py) with 1 and 8 host
    threads, free to use every core and pinned to one CPU, with the voluntary
    context switches per call: how much of a multi-thread loss is the GIL
@@ -66,8 +66,7 @@ import sys, time
 t0 = time.perf_counter_ns()
 from turbospark_ffi import _abi
 t1 = time.perf_counter_ns()
-from turbospark_ffi.plan import request
-from turbospark_ffi.wire import plan_json
+from turbospark_ffi.api import plan_json, request
 t2 = time.perf_counter_ns()
 req = request(sys.argv[1].encode(), b'{"speculativeDrafter":"auto","speculation":"auto"}')
 t3 = time.perf_counter_ns()
@@ -106,8 +105,8 @@ def cold(model_dir: Path, reps: int) -> None:
                                         check=True), reps)
     print(f"   interpreter alone (-I -S -c pass), exec to exit {stat_line(bare, 1e6, 'ms')}")
     print(f"   import, read and plan, exec to exit           {stat_line(walls, 1e6, 'ms')}")
-    for k, what in enumerate(("import turbospark_ffi._abi", "import plan and wire",
-                              "plan.request (first read)", "wire.plan_json")):
+    for k, what in enumerate(("import turbospark_ffi._abi", "import api",
+                              "api.request (first read)", "api.plan_json")):
         print(f"     {what:<44}{stat_line([p[k] for p in phases], 1e6, 'ms')}")
     print(f"   modules loaded: {nmods} in all; turbospark_ffi's: {' '.join(modules)}")
     r = subprocess.run([exe, "-I", "-S", "-B", "-X", "importtime", "-c", code, str(model_dir)],
@@ -155,14 +154,14 @@ def timed_fresh(make, fn, reps: int) -> list[float]:
 
 
 def first_plan(model_dir: Path, reps: int, label: str) -> None:
-    from turbospark_ffi import install
+    from turbospark_ffi import snapshots
     from turbospark_ffi.blockers import speculation_blocker
     from turbospark_ffi.expert_layout import load_expert_layout
     from turbospark_ffi.manifest_arch import load_manifest_arch
     from turbospark_ffi.runner_open import build_mtp, check_dtype_gates
     from turbospark_ffi.options import parse_options
-    from turbospark_ffi.plan import plan_for_snapshot
-    from turbospark_ffi.policy import SpeculativeDrafter
+    from turbospark_ffi.plan import decide, table
+    from turbospark_ffi.policy import SpeculativeDrafter, resolve_drafter
     from turbospark_ffi.resident_index import load_resident_index, native_scan, use_native_scan
     from turbospark_ffi.wire import choices_text, plan_text
 
@@ -171,16 +170,19 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
     print(f"2. first plan, {label}: {model_dir.name}")
 
     def fresh_snapshot():
-        install.clear_cache()
-        return install.snapshot(str(model_dir))
-    s_total = timed(lambda: plan_text(plan_for_snapshot(fresh_snapshot(), opts)), reps)
-    s_table = timed(lambda: choices_text(fresh_snapshot(), opts), reps)
+        snapshots.clear_cache()
+        return snapshots.snapshot(str(model_dir))
+    s_total = timed(lambda: plan_text(decide(fresh_snapshot(), opts)), reps)
+    def table_text(snap):
+        return choices_text(table(snap, opts), snap.model_dir,
+                            resolve_drafter(SpeculativeDrafter.AUTO, snap.index), opts)
+    s_table = timed(lambda: table_text(fresh_snapshot()), reps)
     s_snap = timed(fresh_snapshot, reps)
     s_idx = timed(lambda: load_resident_index(weights), reps)
     s_lay = timed(lambda: load_expert_layout(str(model_dir)), reps)
     s_arch = timed(lambda: load_manifest_arch(str(model_dir)), reps)
     arch = load_manifest_arch(str(model_dir))
-    s_plan = timed_fresh(fresh_snapshot, lambda s: plan_text(plan_for_snapshot(s, opts)), reps)
+    s_plan = timed_fresh(fresh_snapshot, lambda s: plan_text(decide(s, opts)), reps)
     s_gates = timed_fresh(lambda: load_resident_index(weights), check_dtype_gates, reps)
     s_build = timed_fresh(lambda: load_resident_index(weights),
                           lambda i: build_mtp(i, arch, False), reps)
@@ -190,10 +192,10 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
     s_names = timed_fresh(lambda: load_resident_index(weights),
                           lambda i: i.names_containing(b".self_attn."), reps)
     print(f"   total: snapshot + plan + text                 {stat_line(s_total)}")
-    print(f"     install.snapshot                            {stat_line(s_snap)}")
+    print(f"     snapshots.snapshot                            {stat_line(s_snap)}")
     print(f"       load_resident_index                       {stat_line(s_idx)}")
     print(f"       load_manifest_arch                        {stat_line(s_arch)}")
-    print(f"     plan_for_snapshot + text (fresh snapshot)   {stat_line(s_plan)}")
+    print(f"     decide + text (fresh snapshot)              {stat_line(s_plan)}")
     print(f"       check_dtype_gates (fresh index)           {stat_line(s_gates)}")
     print(f"       build_mtp (fresh index)                   {stat_line(s_build)}")
     print(f"       speculation_blocker (fresh index)         {stat_line(s_block)}")
@@ -259,27 +261,26 @@ def load_library() -> None:
     if lib.tsffi_build_info_json(ctypes.byref(out)) != 0:
         sys.exit("profile_plan: the library did not start (run bench/run.py or ffi_build.py)")
     lib.tsffi_string_free(out)
-    from turbospark_ffi.install import keys_in_use, python_file_keys
+    from turbospark_ffi.snapshots import keys_in_use, python_file_keys
     from turbospark_ffi.resident_index import native_scan
     print(f"   (library loaded in process; reader's C pass bound: {native_scan() is not None}; "
           f"the library's stat key: {keys_in_use() is not python_file_keys})")
 
 
 def warm(model_dir: Path, reps: int, loops: int) -> None:
-    from turbospark_ffi import _abi, install
+    from turbospark_ffi import _abi, snapshots
+    from turbospark_ffi.api import plan_json, request
     from turbospark_ffi.model_names import check_model_dir
-    from turbospark_ffi.plan import request
-    from turbospark_ffi.wire import plan_json
 
     raw = str(model_dir).encode()
     opts = b'{"speculativeDrafter":"auto","speculation":"auto"}'
     d = str(model_dir)
-    install.clear_cache()
-    install.snapshot(d)
+    snapshots.clear_cache()
+    snapshots.snapshot(d)
     time.sleep(0.15)  # past the racy window: a snapshot the cache keeps
-    install.clear_cache()
+    snapshots.clear_cache()
     snap = request(raw, opts).snapshot
-    plan_json(request(raw, opts))  # the answer, remembered on the snapshot
+    plan_json(request(raw, opts))
     w = os.path.join(d, "model_weights.bin")
 
     def per_call(fn):
@@ -295,15 +296,15 @@ def warm(model_dir: Path, reps: int, loops: int) -> None:
     items = [
         ("empty Python call (floor of a call)", lambda: None),
         ("os.stat() once", lambda: os.stat(w)),
-        ("install.file_keys (the library's, 2 stat)", lambda: install.file_keys(d)),
-        ("install.python_file_keys (2 os.stat)", lambda: install.python_file_keys(d)),
+        ("snapshots.file_keys (the library's, 2 stat)", lambda: snapshots.file_keys(d)),
+        ("snapshots.python_file_keys (2 os.stat)", lambda: snapshots.python_file_keys(d)),
         ("check_model_dir", lambda: check_model_dir(raw)),
-        ("install.snapshot (cached)", lambda: install.snapshot(d)),
-        ("plan.request (check, parse, resolve, snapshot)", lambda: request(raw, opts)),
-        ("wire.plan_json (remembered)", lambda: plan_json(request(raw, opts))),
+        ("snapshots.snapshot (cached)", lambda: snapshots.snapshot(d)),
+        ("api.request (check, parse, resolve, snapshot)", lambda: request(raw, opts)),
+        ("api.plan_json (decided again)", lambda: plan_json(request(raw, opts))),
         ("_abi._speculation_plan (whole Python side)", lambda: _abi._speculation_plan(raw, opts)),
     ]
-    if install.snapshot(d) is not snap:
+    if snapshots.snapshot(d) is not snap:
         print("   (the snapshot was not cached: install too young?)")
     for label, fn in items:
         print(f"   {label:<48}{stat_line(per_call(fn), 1, 'ns')}")

@@ -219,14 +219,16 @@ static int32_t tsffi_emit(char **out, const char *data, size_t n) {
 #define TSFFI_CACHE_MAX_ARG 4096
 
 /* What stat() said of one file, compared whole (memcmp: seven int64, no
- * padding). Declared to cffi too (ffi_build.INTERNAL_CDEF), so Python fills it
- * by these names and the compiler checks the two agree. A file stat() could
- * not see has ok = 0 and its errno in dev. */
+ * padding): the file identity of regular_file.file_identity (dev, ino, size,
+ * mtime_ns, ctime_ns) framed by ok and mode. Declared to cffi too
+ * (ffi_build.INTERNAL_CDEF), so Python fills it by these names and the
+ * compiler checks the two agree. A file stat() could not see has ok = 0 and
+ * its errno in dev. */
 struct tsffi_file_key {
     int64_t ok, dev, ino, size, mtime_ns, ctime_ns, mode;
 };
 
-/* The files an install's answers depend on (install.LEAVES, in this order):
+/* The files an install's answers depend on (snapshots.LEAVES, in this order):
  * the resident index, the expert layout, and the manifest whose `arch` the
  * engine's open reads first. */
 #define TSFFI_INSTALL_FILES 3
@@ -300,7 +302,7 @@ static int tsffi_keyable_name(const char *model_dir) {
 }
 
 /* The calls whose answer depends only on their arguments and the install's
- * files (install.LEAVES): the ones the warm path may answer. */
+ * files (snapshots.LEAVES): the ones the warm path may answer. */
 static int tsffi_reads_install(int32_t fn) {
     return fn == TSFFI__FN_RESOLVE_DRAFTER || fn == TSFFI__FN_SPECULATION_PLAN ||
            fn == TSFFI__FN_INSTALL_INFO || fn == TSFFI__FN_SPECULATION_CHOICES;

@@ -277,10 +277,10 @@ HOUR_NS = 3600 * 10**9
 @pytest.fixture
 def aged_clock(monkeypatch):
     """The install cache's clock, an hour ahead: every file looks old."""
-    from turbospark_ffi import install
+    from turbospark_ffi import snapshots
 
     class Later:
         @staticmethod
         def time_ns():
             return time.time_ns() + HOUR_NS
-    monkeypatch.setattr(install, "time", Later)
+    monkeypatch.setattr(snapshots, "time", Later)

@@ -14,7 +14,7 @@ from turbospark_ffi import blockers
 from turbospark_ffi.blockers import probe_tensor_name, speculation_blocker, verify_covers
 from turbospark_ffi.install_writer import TensorSpec, trunk_tensors, write_install
 from turbospark_ffi.manifest_arch import ManifestArch
-from turbospark_ffi.plan import speculation_plan
+from turbospark_ffi.api import speculation_plan
 from turbospark_ffi.policy import SpeculativeDrafter
 from turbospark_ffi.resident_index import load_resident_index
 

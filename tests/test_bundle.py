@@ -33,7 +33,7 @@ from turbospark_ffi.bundle import write as bundle_write
 from turbospark_ffi.errors import SpeculationRefused
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.options import parse_options
-from turbospark_ffi.plan import speculation_plan
+from turbospark_ffi.api import speculation_plan
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE
 
 CODES = header_constants()

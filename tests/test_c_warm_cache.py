@@ -351,5 +351,5 @@ def test_only_an_absolute_existing_directory_is_answered_from_c(lib, tmp_path, m
 
 
 def install_key(name):
-    from turbospark_ffi import install
-    return install.file_keys(name)
+    from turbospark_ffi import snapshots
+    return snapshots.file_keys(name)

@@ -1,11 +1,11 @@
-"""install.snapshot's cache must be invisible: any change to model_weights.bin,
+"""snapshots.snapshot's cache must be invisible: any change to model_weights.bin,
 packed_experts/layout.json or manifest.json is seen on the next
 speculation_plan call.
 
 No sleeps and no timing assertions. Two tools make this deterministic:
 
 * os.utime sets a file's mtime to an exact nanosecond value;
-* the `aged` fixture replaces the clock install.py reads with a constant one
+* the `aged` fixture replaces the clock snapshots.py reads with a constant one
   hour ahead, which is what "these files were written long ago" means to the
   racy-window rule (a file's ctime cannot be set, so this is the only way to
   get a TRUSTED snapshot without waiting). With it, the cache is shown to be
@@ -24,14 +24,14 @@ from pathlib import Path
 
 import pytest
 
-import turbospark_ffi.install as install
+import turbospark_ffi.snapshots as snapshots
 from installs import mtp_specs, shape_of, write_custom_install, write_weights
 from turbospark_ffi.errors import TurbosparkError
-from turbospark_ffi.install import MAX_CACHED_INSTALLS, RACY_WINDOW_NS, snapshot
+from turbospark_ffi.snapshots import MAX_CACHED_INSTALLS, RACY_WINDOW_NS, snapshot
 from turbospark_ffi.install_writer import (TensorSpec, expert_layout_json, trunk_tensors,
                                            write_install)
 from turbospark_ffi.options import parse_options
-from turbospark_ffi.plan import speculation_plan
+from turbospark_ffi.api import speculation_plan
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE
 from turbospark_ffi.wire import plan_to_dict
 
@@ -87,16 +87,16 @@ def mtp_install(tmp_path, name="inst"):
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    install.clear_cache()
+    snapshots.clear_cache()
     yield
-    install.clear_cache()
+    snapshots.clear_cache()
 
 
 @pytest.fixture
 def aged(monkeypatch):
     """A constant clock one hour ahead: files written now look an hour old."""
-    fake_now = install.time.time_ns() + 3600 * SECOND
-    monkeypatch.setattr(install, "time", types.SimpleNamespace(time_ns=lambda: fake_now))
+    fake_now = snapshots.time.time_ns() + 3600 * SECOND
+    monkeypatch.setattr(snapshots, "time", types.SimpleNamespace(time_ns=lambda: fake_now))
     return fake_now
 
 
@@ -144,7 +144,7 @@ def test_files_modified_within_the_window_are_never_trusted(tmp_path, aged, whic
 def test_just_written_install_is_reread_every_call(tmp_path):
     # The real clock: files written a moment ago are inside the window.
     d = mtp_install(tmp_path)
-    future = install.time.time_ns() + 3600 * SECOND
+    future = snapshots.time.time_ns() + 3600 * SECOND
     age(d, future)  # deterministic: a modification time the clock has not reached
     s = snapshot(str(d))
     assert s.trusted is False and snapshot(str(d)) is not s
@@ -195,7 +195,7 @@ def test_manifest_rewrite_immediately_same_size(tmp_path):
 # A trusted snapshot is invalidated by every change to either file.
 
 def test_a_file_changed_while_it_was_read_is_not_remembered(tmp_path, aged, monkeypatch):
-    """install._read's second key: the files are re-keyed after the read, and
+    """snapshots._read's second key: the files are re-keyed after the read, and
     a snapshot whose files moved under it is not trusted.
 
     The reader is wrapped so that, between the key and the read, the
@@ -222,7 +222,7 @@ def test_a_file_changed_while_it_was_read_is_not_remembered(tmp_path, aged, monk
         link.symlink_to(target)
         os.replace(link, weights(d))
 
-    real = install.load_resident_index
+    real = snapshots.load_resident_index
     moves = []
 
     def read_while_repointed(path):
@@ -230,13 +230,13 @@ def test_a_file_changed_while_it_was_read_is_not_remembered(tmp_path, aged, monk
         try:
             return real(path)
         finally:
-            moves.append(install.file_keys(str(d)))
-    monkeypatch.setattr(install, "load_resident_index", read_while_repointed)
+            moves.append(snapshots.file_keys(str(d)))
+    monkeypatch.setattr(snapshots, "load_resident_index", read_while_repointed)
     first = snapshot(str(d))
-    monkeypatch.setattr(install, "load_resident_index", real)
+    monkeypatch.setattr(snapshots, "load_resident_index", real)
     assert moves and first.index is not None and "mtp.fc.weight" not in first.index  # read: DFlash2
     point_at(a)
-    assert first.key == install.file_keys(str(d))  # the key it was read under is back
+    assert first.key == snapshots.file_keys(str(d))  # the key it was read under is back
     assert first.trusted is False
     assert answer(d) == MTP_ON
     # The fixture discriminates: the same files, read undisturbed, are trusted.
@@ -400,13 +400,13 @@ def test_cache_is_bounded(tmp_path, aged):
     first = weakref.ref(snapshot(str(dirs[0])))
     for k, d in enumerate(dirs):
         assert answer(d) == (MTP_ON if k % 2 == 0 else NOTE_OFF)
-        assert len(install._cache) <= MAX_CACHED_INSTALLS
-    assert len(install._cache) == MAX_CACHED_INSTALLS
+        assert len(snapshots._cache) <= MAX_CACHED_INSTALLS
+    assert len(snapshots._cache) == MAX_CACHED_INSTALLS
     gc.collect()
     assert first() is None  # the evicted snapshot is gone, not just unlisted
     # An evicted install still answers correctly.
     assert answer(dirs[0]) == MTP_ON
-    assert len(install._cache) == MAX_CACHED_INSTALLS
+    assert len(snapshots._cache) == MAX_CACHED_INSTALLS
 
 
 # --------------------------------------------------------------------------
@@ -419,24 +419,25 @@ def test_python_key_is_the_librarys_key(tmp_path, loaded):
     layout(dense).unlink()
     os.chmod(full / "packed_experts", 0o700)
     cases = [full, dense, tmp_path / "missing", tmp_path / ("x" * 300) / "deep"]
-    native = install.keys_in_use()
-    assert native is not install.python_file_keys  # the library bound its own
+    native = snapshots.keys_in_use()
+    assert native is not snapshots.python_file_keys  # the library bound its own
     for d in cases:
-        key = install.python_file_keys(str(d))
+        key = snapshots.python_file_keys(str(d))
         assert len(key) == 3 * 7 * 8  # three files, seven int64 fields each
         assert key == native(str(d)), d
     # The fixture discriminates: a file's change changes both keys alike.
     before = native(str(full))
     set_mtime(weights(full), os.stat(weights(full)).st_mtime_ns + SECOND)
     assert native(str(full)) != before
-    assert native(str(full)) == install.python_file_keys(str(full))
+    assert native(str(full)) == snapshots.python_file_keys(str(full))
 
 
 # --------------------------------------------------------------------------
-# A remembered refusal is raised anew: a fresh object per call (errors.py
-# `again`), never the one object again. Raising one object again and again
-# grows its traceback by the raising frames each time (and two host threads
-# could raise, and mutate, the same object at once).
+# A refusal is raised as a fresh object per call (errors.py `again`), never
+# one object again, also where it is remembered (the manifest's refusal on
+# the install snapshot; a drafter build's within a choices table). Raising one
+# object again and again grows its traceback by the raising frames each time
+# (and two host threads could raise, and mutate, the same object at once).
 
 def _refused_options(tmp_path, aged):
     return lambda: parse_options('{"speculation": "bogus"}')
@@ -445,47 +446,46 @@ def _refused_options(tmp_path, aged):
 def _refused_plan(tmp_path, aged):
     d = mtp_install(tmp_path)
     age(d, aged - 20 * SECOND)
-    assert_cached(d)  # the memo lives on the snapshot: it must be reused
+    assert_cached(d)
     options = parse_options('{"speculation": 2, "tsffi": {"engineBlocker": "a vision tower"}}')
     return lambda: speculation_plan(str(d), options)
 
 
 def _refused_open(tmp_path, aged):
-    # The open's refusal of the install, remembered on the snapshot
-    # (open_refusal) and raised anew by plan.check_opens.
+    # The open's refusal of the manifest, kept on the snapshot (arch_error)
+    # and raised anew by plan.check_opens.
     d = mtp_install(tmp_path)
-    os.truncate(weights(d), 10)
+    (d / "manifest.json").write_text('{"arch": {}}')
     age(d, aged - 20 * SECOND)
     assert_cached(d)
+    assert snapshot(str(d)).arch_error is not None  # the remembered one
     return lambda: speculation_plan(str(d), "{}")
 
 
 def _refused_build(tmp_path, aged):
-    # A drafter build's failure, remembered on the snapshot (builds).
+    # A drafter build's failure, kept for the call (plan._Verdicts.built).
     d = write_custom_install(tmp_path / "partial", trunk_tensors() + MTP_HEAD[:2])
     age(d, aged - 20 * SECOND)
     assert_cached(d)
     return lambda: speculation_plan(str(d), "{}")
 
 
-# (where the refusal is remembered, the call that reaches it)
+# (what raises the refusal, the call that reaches it)
 REMEMBERED_REFUSALS = [
     ("options.parse_options", _refused_options),
-    ("InstallSnapshot.memo", _refused_plan),
+    ("plan.decide", _refused_plan),
     ("plan.check_opens", _refused_open),
-    ("InstallSnapshot.builds", _refused_build),
+    ("plan._Verdicts.built", _refused_build),
 ]
 
 
 @pytest.mark.parametrize("where, make_call", REMEMBERED_REFUSALS,
                          ids=[r[0] for r in REMEMBERED_REFUSALS])
 def test_a_remembered_refusal_is_raised_as_a_fresh_object(tmp_path, aged, where, make_call):
-    """Mutation check: with `raise parsed.again()` (options.py) or `raise
-    value.again()` (install.py) replaced by raising the remembered object,
-    this fails for that row: the ten exceptions are one object (`len(set(...))`
-    is 1, not 10; seen for both rows), and each call's traceback holds the
-    frames of the calls before it (seen outside pytest for parse_options:
-    lengths 2, 4, 6, ... 20 where the fix gives 2 every time). The last test
+    """Mutation check: with `raise refusal.again()` (plan.check_opens)
+    replaced by raising the remembered object, this fails for that row: the
+    ten exceptions are one object (`len(set(...))` is 1, not 10), and each
+    call's traceback holds the frames of the calls before it. The last test
     of this section fails too: it counts the `.again()` sites."""
     call = make_call(tmp_path, aged)
     raised = []
@@ -503,8 +503,7 @@ def test_a_remembered_refusal_is_raised_as_a_fresh_object(tmp_path, aged, where,
 def test_every_remembered_refusal_is_in_the_table():
     """The table above covers each place the package raises a remembered error
     anew: a new `.again()` without a row here fails."""
-    package = Path(install.__file__).parent
+    package = Path(snapshots.__file__).parent
     places = sorted(p.name for p in package.glob("*.py") if ".again()" in p.read_text())
-    assert places == ["install.py", "options.py", "plan.py"]
-    assert sorted({r[0].split(".")[0] for r in REMEMBERED_REFUSALS}) == \
-        ["InstallSnapshot", "options", "plan"]
+    assert places == ["plan.py"]
+    assert sorted({r[0].split(".")[0] for r in REMEMBERED_REFUSALS}) == ["options", "plan"]

@@ -330,13 +330,13 @@ def test_bad_arguments_are_the_plan_calls(abi, installs):
 # One install snapshot per table; the Python API.
 
 def test_the_index_is_read_once_per_table(installs, monkeypatch):
-    from turbospark_ffi import install, wire
-    install.clear_cache()
+    from turbospark_ffi import api, snapshots
+    snapshots.clear_cache()
     reads = []
-    real = install.load_resident_index
-    monkeypatch.setattr(install, "load_resident_index",
+    real = snapshots.load_resident_index
+    monkeypatch.setattr(snapshots, "load_resident_index",
                         lambda path: reads.append(path) or real(path))
-    result = wire.speculation_choices(str(installs["both"]), "{}")
+    result = api.speculation_choices(str(installs["both"]), "{}")
     assert len(result["choices"]) == 51
     assert reads == [os.path.join(str(installs["both"]), "model_weights.bin")]
 
@@ -370,19 +370,6 @@ def test_python_api_refuses_what_the_c_call_refuses(installs):
 
 # ---------------------------------------------------------------------------
 # Warm: answered from C while the install is unchanged, read again after.
-
-@pytest.fixture
-def aged_clock(monkeypatch):
-    """The install cache's clock an hour ahead, so fresh files are trusted
-    (and offered to the C warm path); see test_c_warm_cache.py."""
-    from turbospark_ffi import install
-
-    class Later:
-        @staticmethod
-        def time_ns():
-            return time.time_ns() + 3600 * 10**9
-    monkeypatch.setattr(install, "time", Later)
-
 
 def _answered_by_python(abi, model_dir, monkeypatch) -> bool:
     from turbospark_ffi import _abi

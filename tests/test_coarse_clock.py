@@ -25,7 +25,7 @@ import pytest
 
 from conftest import declare
 from installs import write_custom_install
-from turbospark_ffi import install
+from turbospark_ffi import snapshots
 from turbospark_ffi.install_writer import trunk_tensors
 from turbospark_ffi.regular_file import (COARSE_RACY_WINDOW_NS, RACY_WINDOW_NS, racy_window_ns,
                                          settled)
@@ -131,4 +131,4 @@ def test_a_same_size_rewrite_within_the_second_is_seen(lib, whole_second_fs, tmp
             break  # the case the issue names: nothing stat() shows moved
     else:
         pytest.fail("no rewrite landed within the second of its write in 10 tries")
-    assert install.snapshot(str(d)).index is not None
+    assert snapshots.snapshot(str(d)).index is not None

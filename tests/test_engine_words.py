@@ -30,9 +30,9 @@ from installs import (ENTRY, HEADER, U64_MAX, base_file, dflash_specs, get_entry
                       write_bytes, write_custom_install)
 from seed_texts import REFUSAL_PREFIX
 from turbospark_ffi.errors import OpenRefused, ResidentIndexError, SpeculationRefused
-from turbospark_ffi.install import clear_cache, snapshot
+from turbospark_ffi.snapshots import clear_cache, snapshot
 from turbospark_ffi.install_writer import trunk_tensors, write_install
-from turbospark_ffi.plan import speculation_plan
+from turbospark_ffi.api import speculation_plan
 from turbospark_ffi.policy import SpeculativeDrafter
 from turbospark_ffi.resident_index import load_resident_index
 
@@ -110,7 +110,7 @@ def test_no_covered_dtype_set_remains():
 @pytest.mark.parametrize("tag, covers", [(4, True), (15, True), (16, True), (1, False),
                                          (5, False)])
 def test_install_info_says_what_the_verify_covers(tmp_path, tag, covers):
-    from turbospark_ffi.wire import install_info
+    from turbospark_ffi.api import install_info
     d = write_install(tmp_path / "i", probe_dtype=tag, mtp=True)
     info = install_info(str(d))
     assert (info["probe"]["dtype"], info["probe"]["verifyCovers"]) == (tag, covers)
@@ -363,7 +363,7 @@ def test_the_dflash2_list_is_the_engines():
 
 
 def test_an_install_in_the_engines_layout_is_complete(tmp_path):
-    from turbospark_ffi.wire import install_info
+    from turbospark_ffi.api import install_info
     d = write_custom_install(tmp_path / "i", trunk_tensors() + dflash_specs(ENGINE_DFLASH))
     got = install_info(str(d))["dflashDrafter"]
     assert got == {"present": True, "tensors": 81, "expected": 81, "complete": True,
@@ -429,7 +429,7 @@ DONE_WHEN = {
 
 
 def _shown(model_dir) -> set[str]:
-    from turbospark_ffi.wire import install_info, speculation_choices
+    from turbospark_ffi.api import install_info, speculation_choices
     shown = set()
     for options in ("{}", '{"tsffi": {"temperature": 0.7}}'):
         for item in speculation_choices(str(model_dir), options)["choices"]:
@@ -445,7 +445,7 @@ def _shown(model_dir) -> set[str]:
 
 @pytest.mark.parametrize("case", ["1-23-bytes", "2-index-size-0", "5-overflow"])
 def test_an_unreadable_index_shows_the_readers_text_everywhere(tmp_path, case):
-    from turbospark_ffi.wire import install_info, speculation_choices
+    from turbospark_ffi.api import install_info, speculation_choices
     d = _reader_install(case)(tmp_path)
     text = corrupt(READER_CASES[case]()[1][0], **READER_CASES[case]()[1][1])
     with pytest.raises(OpenRefused) as info:

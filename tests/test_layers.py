@@ -5,15 +5,17 @@ where most of them are, for start-up time) may only name a module of a
 lower layer or its own, and the imports form no cycle. A new module fails
 here until it is given a layer.
 
-    0  errors, _value, engine_texts, engine_revision
+    0  errors, _value, engine_texts, engine_revision, reasons
                                     values and errors; the engine's own words
-                                    and the revision each rule follows
+                                    and the revision each rule follows; the
+                                    one table of reason codes
     1  jsontext, typed_json, rust_text, regular_file
                                     JSON text in and out, no shapes; JSON
                                     text decoded into a declared type as
                                     serde_json decodes it; Rust's texts of
                                     values; the one bounded, non-blocking
-                                    open of a file the library reads
+                                    open of a file the library reads, file
+                                    identity and the racy window
     2  resident_index, expert_layout, model_names, store, manifest_arch
                                     the install's files: the reader, the
                                     layout, model names, the store's rows,
@@ -24,17 +26,21 @@ here until it is given a layer.
                                     option keys to the policy's typed requests;
                                     the engine's blocker; what the runner's
                                     open checks (dtype gates, drafter builds)
-    5  install                      an install's snapshot (manifest, reader,
-                                    layout, the open's verdicts, remembered
-                                    while stat() says the files are unchanged)
+    5  snapshots                    the install snapshots: what an install's
+                                    files say (manifest, index, layout), kept
+                                    while stat() says they are unchanged
        reconcile_memory             the engine's reported outcome, compared
                                     and remembered per install and options
-    6  plan                         the seed's flow end to end; the choices table
+    6  plan                         every decision: the open end to end, the
+                                    choices table, install info's verdicts;
+                                    the one request of every entry point
        store_listing                the store as tsffi_store_json lists it
     7  wire                         every JSON shape of the C ABI
        reconcile                    tsffi_reconcile: the preview against the
                                     engine's report
-    8  _abi, _boot, cli.*, bundle.*, install_writer, native, __main__
+    8  api                          the Python API and the C ABI's answers as
+                                    bytes: request, decide, shape
+    9  _abi, _boot, cli.*, bundle.*, install_writer, native, __main__
                                     the glue: C, the command line, bundles,
                                     test installs, build flags
 """
@@ -49,20 +55,21 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "turbospark_ffi"
 
 LAYERS = {
-    "errors": 0, "_value": 0, "engine_texts": 0, "engine_revision": 0,
+    "errors": 0, "_value": 0, "engine_texts": 0, "engine_revision": 0, "reasons": 0,
     "jsontext": 1, "typed_json": 1, "rust_text": 1, "regular_file": 1,
     "resident_index": 2, "expert_layout": 2, "model_names": 2, "store": 2, "manifest_arch": 2,
     "policy": 3, "turn": 3,
     "options": 4, "blockers": 4, "runner_open": 4,
-    "install": 5, "reconcile_memory": 5,
+    "snapshots": 5, "reconcile_memory": 5,
     "plan": 6, "store_listing": 6,
     "wire": 7, "reconcile": 7,
-    "_abi": 8, "_boot": 8, "cli": 8, "install_writer": 8, "native": 8, "__main__": 8,
-    "bundle": 8, "bundle.common": 8, "bundle.elf": 8, "bundle.macho": 8, "bundle.macos": 8,
-    "bundle.probe": 8, "bundle.runtime": 8, "bundle.write": 8, "bundle.codesign": 8,
-    "bundle.release": 8,
-    "cli.common": 8, "cli.report": 8, "cli.parser": 8, "cli.config": 8, "cli.inspect": 8,
-    "cli.decisions": 8, "cli.reconcile": 8, "cli.make_install": 8, "cli.bundle": 8, "cli.store": 8,
+    "api": 8,
+    "_abi": 9, "_boot": 9, "cli": 9, "install_writer": 9, "native": 9, "__main__": 9,
+    "bundle": 9, "bundle.common": 9, "bundle.elf": 9, "bundle.macho": 9, "bundle.macos": 9,
+    "bundle.probe": 9, "bundle.runtime": 9, "bundle.write": 9, "bundle.codesign": 9,
+    "bundle.release": 9,
+    "cli.common": 9, "cli.report": 9, "cli.parser": 9, "cli.config": 9, "cli.inspect": 9,
+    "cli.decisions": 9, "cli.reconcile": 9, "cli.make_install": 9, "cli.bundle": 9, "cli.store": 9,
 }
 
 

@@ -220,10 +220,10 @@ def test_a_removed_working_directory_refuses_a_relative_name(tmp_path, monkeypat
 
 
 def test_python_entry_points_resolve_aliases(tmp_path, monkeypatch, live_env):
-    from turbospark_ffi.plan import speculation_plan
-    from turbospark_ffi.wire import install_info
+    from turbospark_ffi.api import speculation_plan
+    from turbospark_ffi.api import install_info
     from turbospark_ffi.plan import request
-    from turbospark_ffi.policy import SpeculativeDrafter
+    from turbospark_ffi.policy import SpeculativeDrafter, resolve_drafter
     from turbospark_ffi.wire import plan_to_dict
     store = tmp_path / "S"
     mtp = write_install(tmp_path / "x" / "mtp", mtp=True)
@@ -232,11 +232,12 @@ def test_python_entry_points_resolve_aliases(tmp_path, monkeypatch, live_env):
     monkeypatch.chdir(tmp_path)
     assert plan_to_dict(speculation_plan("qm"))["modelDir"] == str(mtp)
     assert install_info("qm")["modelDir"] == str(mtp)
-    assert request("qm").resolve_drafter().install_has_mtp_head is True
-    assert request(b"qm").resolve_drafter().install_has_mtp_head is True
-    assert request("qm").snapshot.resolve_drafter(SpeculativeDrafter.MTP).install_has_mtp_head
+    assert request("qm").drafter_choice().install_has_mtp_head is True
+    assert request(b"qm").drafter_choice().install_has_mtp_head is True
+    index = request("qm").snapshot.index
+    assert resolve_drafter(SpeculativeDrafter.MTP, index).install_has_mtp_head
     del live_env["TURBOSPARK_HOME"]
-    assert request("qm").resolve_drafter().install_has_mtp_head is None
+    assert request("qm").drafter_choice().install_has_mtp_head is None
 
 
 # ---------------------------------------------------------------------------
@@ -263,8 +264,8 @@ ARGUMENTS = [
 
 
 def _entry_points():
-    from turbospark_ffi.plan import speculation_plan
-    from turbospark_ffi.wire import install_info
+    from turbospark_ffi.api import speculation_plan
+    from turbospark_ffi.api import install_info
     from turbospark_ffi.plan import request
     return {"speculation_plan": speculation_plan, "install_info": install_info,
             "request": request, "check_model_dir": model_names.check_model_dir}

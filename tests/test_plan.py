@@ -14,7 +14,7 @@ from installs import shape_of, write_bytes
 from turbospark_ffi.errors import InvalidArgument, OpenRefused, OptionRefused, SpeculationRefused
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.options import parse_options
-from turbospark_ffi.plan import speculation_plan
+from turbospark_ffi.api import speculation_plan
 from turbospark_ffi.policy import DFLASH_AUTO_NOTE, SAMPLED_BLOCK_DRAFTER_REASON
 from turbospark_ffi.jsontext import dumps
 from turbospark_ffi.wire import plan_to_dict
@@ -308,13 +308,14 @@ def test_moe_dflash_drafter_fails_the_open(installs, options):
 def test_moe_headless_named_block_does_not_ask_the_open_for_a_head(installs):
     """The ornith35b case: the draft policies pin the absent drafter OFF so the
     open succeeds and the architectural reason is the one reported."""
-    from turbospark_ffi.policy import Speculation, SpeculativeDrafter, draft_policies
     from turbospark_ffi.plan import request
+    from turbospark_ffi.policy import (Speculation, SpeculativeDrafter, draft_policies,
+                                       resolve_drafter)
     from turbospark_ffi.wire import policies_to_dict
     assert shape_of(installs["moe"])["has_mtp"] is False
     snap = request(installs["moe"]).snapshot
     for drafter in (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH):
-        c = snap.resolve_drafter(drafter)
+        c = resolve_drafter(drafter, snap.index)
         assert policies_to_dict(draft_policies(c, Speculation.block(2))) == {
             "mtp": OFFP, "dflash": OFFP}
 
@@ -363,7 +364,7 @@ def test_unreadable_index_is_the_opens_refusal(installs, options):
     assert (info.value.status, info.value.stage, str(info.value)) == (
         2, "index", corrupt("entry_count_overflow", entry_count=COUNT))
     from turbospark_ffi.plan import request
-    assert request(installs["garbage"], options).resolve_drafter().install_has_mtp_head is None
+    assert request(installs["garbage"], options).drafter_choice().install_has_mtp_head is None
 
 
 def test_missing_weights_fails_the_open(tmp_path):

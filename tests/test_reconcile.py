@@ -22,8 +22,8 @@ import pytest
 from turbospark_ffi import reconcile_memory
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.plan import request
-from turbospark_ffi.reconcile import reconcile_json
-from turbospark_ffi.wire import plan_json
+from turbospark_ffi.api import reconcile_json
+from turbospark_ffi.api import plan_json
 
 VISION = "the vision tower is active"
 REVISION = {"engine": "turbospark-runtime", "engineVersion": "0.3.0",

@@ -13,7 +13,7 @@ from engine_texts import DFLASH_MOE, DTYPE_GATE, GGUF_GATE, MISSING_TENSOR, bloc
 from installs import dflash_specs, mtp_specs, shape_of, write_custom_install
 from turbospark_ffi.errors import OpenRefused
 from turbospark_ffi.install_writer import TensorSpec, dflash_tensors, trunk_tensors, write_install
-from turbospark_ffi.plan import speculation_plan
+from turbospark_ffi.api import speculation_plan
 from turbospark_ffi.resident_index import DFLASH_TENSORS, MTP_HEAD_TENSORS
 
 
@@ -287,7 +287,7 @@ def test_the_opens_order(tmp_path, make, options, message):
 def test_choices_items_follow_the_drafter_build(tmp_path):
     """The table: an item whose open fails building its drafter is a refused
     item; the others answer."""
-    from turbospark_ffi.wire import speculation_choices
+    from turbospark_ffi.api import speculation_choices
     d = write_custom_install(tmp_path / "i", trunk_tensors() + mtp_specs()
                              + drafter_with(**{"dflash.norm.weight": (1, 1)}))
     items = speculation_choices(str(d), "{}")["choices"]

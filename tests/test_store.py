@@ -8,7 +8,7 @@
 3. Through a C host: a FIFO, /dev/zero and an oversized file as the store
    answer at once with "no store" and a reason (tsffi_store_json); an
    unchanged store is read once however many alias calls follow.
-4. One read per install at a time (install.py's single flight): in Python
+4. One read per install at a time (snapshots.py's single flight): in Python
    with a reader that waits for every thread, and through the C ABI with 8
    host threads, counting the opens of model_weights.bin.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import compile_c_host
-from turbospark_ffi import install, model_names, store
+from turbospark_ffi import model_names, snapshots, store
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.regular_file import NotReadable, read_bounded
 
@@ -37,10 +37,10 @@ SECOND = 1_000_000_000
 @pytest.fixture(autouse=True)
 def fresh_caches():
     store.clear_cache()
-    install.clear_cache()
+    snapshots.clear_cache()
     yield
     store.clear_cache()
-    install.clear_cache()
+    snapshots.clear_cache()
 
 
 # ---------------------------------------------------------------------------
@@ -395,7 +395,7 @@ def test_an_unchanged_store_is_read_once_by_a_c_host(alias_host, open_counter, t
 def aged(monkeypatch):
     """A constant clock an hour ahead: files written now look an hour old."""
     fake_now = time.time_ns() + 3600 * SECOND
-    monkeypatch.setattr(install, "time", types.SimpleNamespace(time_ns=lambda: fake_now))
+    monkeypatch.setattr(snapshots, "time", types.SimpleNamespace(time_ns=lambda: fake_now))
     monkeypatch.setattr(store, "time", types.SimpleNamespace(time_ns=lambda: fake_now))
     return fake_now
 
@@ -407,7 +407,7 @@ def _race(monkeypatch, model_dir: str, threads: int, shared: bool) -> int:
     Returns how many times the index was read."""
     reads = []
     boarded = []
-    real_board, real_reader = install._board, install.load_resident_index
+    real_board, real_reader = snapshots._board, snapshots.load_resident_index
 
     def board(name):
         boarded.append(name)
@@ -421,12 +421,12 @@ def _race(monkeypatch, model_dir: str, threads: int, shared: bool) -> int:
             time.sleep(0.001)
         return real_reader(path)
 
-    monkeypatch.setattr(install, "_board", board)
+    monkeypatch.setattr(snapshots, "_board", board)
     if not shared:
-        monkeypatch.setattr(install, "_land", lambda name, flight: None)
-    monkeypatch.setattr(install, "load_resident_index", reader)
+        monkeypatch.setattr(snapshots, "_land", lambda name, flight: None)
+    monkeypatch.setattr(snapshots, "load_resident_index", reader)
     results = []
-    workers = [threading.Thread(target=lambda: results.append(install.snapshot(model_dir)))
+    workers = [threading.Thread(target=lambda: results.append(snapshots.snapshot(model_dir)))
                for _ in range(threads)]
     for worker in workers:
         worker.start()
@@ -449,10 +449,10 @@ def test_the_race_fixture_discriminates(tmp_path, monkeypatch, aged):
 
 
 def _wait_until_aged(paths) -> None:
-    """Until every file is older than the racy window (install.py: a younger
+    """Until every file is older than the racy window (snapshots.py: a younger
     one is re-read on every call by design): a wait, not a measure."""
     newest = max(max(os.stat(p).st_mtime_ns, os.stat(p).st_ctime_ns) for p in paths)
-    while time.time_ns() - newest <= 2 * install.RACY_WINDOW_NS:
+    while time.time_ns() - newest <= 2 * snapshots.RACY_WINDOW_NS:
         time.sleep(0.02)
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from turbospark_ffi.install import snapshot
+from turbospark_ffi.snapshots import snapshot
 from turbospark_ffi.install_writer import write_install
 from turbospark_ffi.options import parse_options
-from turbospark_ffi.plan import plan_for_snapshot, speculation_plan
+from turbospark_ffi.api import speculation_plan
+from turbospark_ffi.plan import decide
 from turbospark_ffi.turn import turn
 from turbospark_ffi.wire import plan_text, plan_to_dict
 
@@ -95,7 +96,7 @@ def test_a_remembered_turn_keeps_its_own_temperature(mtp):
     snap = snapshot(mtp)
     for temperature in ("0.0", "-0.0", "0.0", "0.5", "-0.0"):
         options = parse_options(('{"tsffi": {"temperature": %s}}' % temperature).encode())
-        text = plan_text(plan_for_snapshot(snap, options))
+        text = plan_text(decide(snap, options))
         assert '"turn":{"temperature":%s,' % temperature in text
         assert ('"speculates":false' in text) is (temperature == "0.5")
 

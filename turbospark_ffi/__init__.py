@@ -1,6 +1,7 @@
 """turbospark_ffi: the turbospark-runtime speculation policy behind a C ABI.
 
-The Python API is importable on its own (no C involved)::
+The Python API (api.py, re-exported here) is importable on its own (no C
+involved)::
 
     from turbospark_ffi import speculation_choices, speculation_plan
     result = speculation_plan("/models/qwen-27b", '{"speculation": 2}')
@@ -27,12 +28,12 @@ _EXPORTS = {
     "ResidentIndex": "resident_index", "load_resident_index": "resident_index",
     "install_has_mtp_head": "resident_index", "install_has_dflash": "resident_index",
     "Options": "options", "parse_options": "options",
-    "PlanResult": "plan", "speculation_plan": "plan", "install_info": "wire",
-    "speculation_choices": "wire", "store_listing": "store_listing",
+    "PlanResult": "plan", "speculation_plan": "api", "install_info": "api",
+    "speculation_choices": "api", "store_listing": "store_listing",
     "speculation_blocker": "blockers", "write_install": "install_writer",
     "ManifestArch": "manifest_arch", "load_manifest_arch": "manifest_arch",
     "Turn": "turn",
-    "reconcile_dict": "reconcile", "OpenFailed": "errors",
+    "reconcile_dict": "api", "OpenFailed": "errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

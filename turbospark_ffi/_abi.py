@@ -1,16 +1,13 @@
-"""The Python behind include/tsffi.h: decode the C arguments, call the
-policy, encode the result, map errors to status codes. Nothing else.
+"""The Python behind include/tsffi.h: C's arguments to api.py's calls,
+their bytes back to C, errors to status codes, and an answer offered to the
+C warm path. Nothing else: what to answer is plan.py's, in wire.py's shapes.
 
 Only this module (with the init code in ffi_build.py) touches cffi objects:
-the reader gets the C pass of its check 7 and the install snapshot the
+the reader gets the C pass of its check 7 and the install snapshots the
 library's stat key as plain callables (bind). An error's status is its own
 (errors.py: the header's numbers); the codes only C can give -- an internal
 error, a JSON argument nested too deeply to parse -- come from the header
 through the cffi `lib`.
-
-Every function that takes a model makes one `plan.request` (check, parse,
-resolve, snapshot) and returns one of wire's `*_json` answers (remembered on
-the snapshot) -- the very path `turbospark-ffi ... --json` takes.
 """
 
 from __future__ import annotations
@@ -47,9 +44,9 @@ def bind(ffi, lib) -> None:
     # anyway; with it the reader's check 7 runs in C (tsffi_index_scan.c).
     from . import resident_index
     resident_index.use_native_scan(lib.tsffi_index_names_end, _index_scan(ffi, lib))
-    # The snapshot's key is the warm path's own (install.py).
-    from . import install
-    install.use_native_keys(_install_keys(ffi, lib))
+    # The snapshot's key is the warm path's own (snapshots.py).
+    from . import snapshots
+    snapshots.use_native_keys(_install_keys(ffi, lib))
     # The store root's variables. In the library's own interpreter: the
     # values the library copied at its first call (tsffi_getenv says why
     # never the live environment: a host's setenv() racing a getenv() is a
@@ -86,9 +83,9 @@ def bound_library() -> str | None:
 
 
 def _install_keys(ffi, lib):
-    """tsffi_install_keys as `install.file_keys` wants it: the key's bytes."""
+    """tsffi_install_keys as `snapshots.file_keys` wants it: the key's bytes."""
     new, buffer, keys_of = ffi.new, ffi.buffer, lib.tsffi_install_keys
-    from .install import python_file_keys
+    from .snapshots import python_file_keys
 
     def keys(model_dir: str) -> bytes:
         try:
@@ -167,15 +164,10 @@ def dispatch(fn: int, a, b, c, out) -> int:
     return _emit(out, outcome, len(outcome))
 
 
-def _encode(value) -> bytes:
-    from .jsontext import dumps
-    return dumps(value).encode("ascii")
-
-
 def _answered(fn: int, a: bytes, b: bytes, answer, request) -> bytes:
     """`answer(request)`, offered to the C warm path when it may remember it:
     keyed by the bytes stat() gave when the snapshot read the install's files
-    (install.py: the warm path's own key), only when the request's name IS
+    (snapshots.py: the warm path's own key), only when the request's name IS
     the directory read, and only from a trusted snapshot -- a file modified
     within the racy window is re-read by Python on every call, so it must
     not be answered from C either. The epoch is read before the answer is
@@ -191,76 +183,54 @@ def _answered(fn: int, a: bytes, b: bytes, answer, request) -> bytes:
 
 
 def _speculation_plan(model_dir: bytes, options: bytes) -> bytes:
-    from .plan import request
-    from .wire import plan_json
+    from .api import plan_json, request
     return _answered(_lib.TSFFI__FN_SPECULATION_PLAN, model_dir, options, plan_json,
                      request(model_dir, options))
 
 
 def _speculation_choices(model_dir: bytes, options: bytes) -> bytes:
-    # One snapshot answers all 51 items: the index is read once.
-    from .plan import request
-    from .wire import choices_json
+    from .api import choices_json, request
     return _answered(_lib.TSFFI__FN_SPECULATION_CHOICES, model_dir, options, choices_json,
                      request(model_dir, options))
 
 
-def _reconcile(model_dir: bytes, options: bytes, engine_json: bytes) -> bytes:
-    # Never offered to the warm path: each call compares and may change what
-    # the library remembers.
-    from .reconcile import reconcile_json
-    return reconcile_json(model_dir, options, engine_json)
-
-
 def _resolve_drafter(model_dir: bytes, options: bytes) -> bytes:
-    from .plan import request
-    from .wire import drafter_json
+    from .api import drafter_json, request
     return _answered(_lib.TSFFI__FN_RESOLVE_DRAFTER, model_dir, options, drafter_json,
                      request(model_dir, options))
 
 
 def _install_info(model_dir: bytes, unused: bytes) -> bytes:
-    from .plan import request
-    from .wire import install_info_json
+    from .api import install_info_json, request
     return _answered(_lib.TSFFI__FN_INSTALL_INFO, model_dir, unused, install_info_json,
                      request(model_dir))
 
 
+def _reconcile(model_dir: bytes, options: bytes, engine_json: bytes) -> bytes:
+    # Never offered to the warm path: each call compares and may change what
+    # the library remembers.
+    from .api import reconcile_json
+    return reconcile_json(model_dir, options, engine_json)
+
+
 def _draft_policies(choice_json: bytes, options: bytes) -> bytes:
-    from .errors import InvalidArgument
-    from .options import MAX_OPTIONS_BYTES, decode_text, parse_options
-    from .policy import draft_policies
-    from .wire import choice_from_json, policies_text
-    if len(choice_json) > MAX_OPTIONS_BYTES:
-        raise InvalidArgument(f"choice_json is {len(choice_json)} bytes; accepts at most "
-                              f"{MAX_OPTIONS_BYTES} bytes (what tsffi_resolve_drafter returns)")
-    choice = choice_from_json(decode_text(choice_json, "choice_json"))
-    return policies_text(draft_policies(choice, parse_options(options).speculation)).encode(
-        "ascii")
+    from .api import policies_json
+    return policies_json(choice_json, options)
 
 
 def _resolve_speculation(options: bytes, unused: bytes) -> bytes:
-    from .options import ABSENT, parse_options
-    from .policy import SpeculativeDrafter, resolve_speculation
-    from .wire import speculation_text
-    opts = parse_options(options)
-    # An absent or auto drafter takes the original module's non-DFlash2 arms, which is
-    # the MTP drafter's, and is reported as such.
-    drafter = SpeculativeDrafter.MTP if opts.drafter is SpeculativeDrafter.AUTO else opts.drafter
-    blocker = None if opts.engine_blocker is ABSENT else opts.engine_blocker
-    plan = resolve_speculation(opts.speculation, drafter, blocker, opts.deterministic)
-    return speculation_text(plan, drafter).encode("ascii")
+    from .api import speculation_json
+    return speculation_json(options)
 
 
 def _store(unused_a: bytes, unused_b: bytes) -> bytes:
     # Never offered to the C warm path: the store's answer depends on the
     # environment, the working directory and every listed directory.
-    from .wire import store_json
+    from .api import store_json
     return store_json()
 
 
 def _build_info(unused_a: bytes, unused_b: bytes) -> bytes:
-    from .wire import build_info_to_dict
-    library = _string(_lib.tsffi_get_library_path()).decode("utf-8", "surrogateescape")
-    return _encode(build_info_to_dict(_lib.TSFFI_ABI_VERSION, library,
-                                      bool(_lib.tsffi_get_owns_interpreter())))
+    from .api import build_info_json
+    return build_info_json(_lib.TSFFI_ABI_VERSION, bound_library(),
+                           bool(_lib.tsffi_get_owns_interpreter()))

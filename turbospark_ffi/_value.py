@@ -23,9 +23,10 @@ class Value:
 
     __slots__ = ()
     # Per class: every field over the MRO, and one C getter for all of them
-    # (set by __init_subclass__). Equality and hashing read the fields on
-    # every memo lookup of a plan; a generator over `__slots__` cost about
-    # a third of a 51-item choices table (profiled).
+    # (set by __init_subclass__). Equality and hashing read the fields
+    # wherever values are compared or keyed (a choices table compares its
+    # columns' drafter choices); a generator over `__slots__` cost about a
+    # third of a 51-item choices table (profiled).
     _field_names: tuple[str, ...] = ()
     _getter = staticmethod(lambda value: ())
 

@@ -32,25 +32,16 @@ from .engine_texts import (ARM_MOE, ARM_NO_DRAFTER, ARM_NO_PROBE_LAYER, ARM_PROB
                            ARM_PROBE_DTYPE, ARM_VISION, BLOCKER_TEXTS, VERIFY_DTYPES)
 from .manifest_arch import ManifestArch
 from .policy import SpeculativeDrafter
+from .reasons import (REASON_MOE, REASON_NO_DFLASH, REASON_NO_MTP_HEAD, REASON_NO_PROBE_LAYER,
+                      REASON_PROBE_ABSENT, REASON_PROBE_DTYPE, REASON_VISION)
 from .resident_index import ResidentIndex
 
-__all__ = ["Blocker", "probe_tensor_name", "verify_covers", "speculation_blocker",
-           "REASON_VISION", "REASON_MOE", "REASON_NO_PROBE_LAYER", "REASON_PROBE_ABSENT",
-           "REASON_PROBE_DTYPE", "REASON_NO_MTP_HEAD", "REASON_NO_DFLASH"]
-
-# The code of each reason below, in its order (see policy.REASON_*).
-REASON_VISION = "vision"                 # 1
-REASON_MOE = "moe"                       # 2
-REASON_NO_PROBE_LAYER = "no-probe-layer"  # 3
-REASON_PROBE_ABSENT = "probe-absent"     # 4
-REASON_PROBE_DTYPE = "probe-dtype"       # 5
-REASON_NO_MTP_HEAD = "no-mtp-head"       # 6, per drafter
-REASON_NO_DFLASH = "no-dflash"
+__all__ = ["Blocker", "probe_tensor_name", "verify_covers", "speculation_blocker"]
 
 
 class Blocker(Value):
     """One reason not to speculate: `message`, the words a host shows, and
-    `code`, which of the reasons it is (for a front end that labels it)."""
+    `code`, which of the reasons it is (reasons.py)."""
 
     __slots__ = ("code", "message")
 

@@ -31,15 +31,12 @@ from ._value import Value
 from .errors import TurbosparkError
 
 __all__ = ["LAYOUT_PATH", "MAX_LAYOUT_BYTES", "ExpertLayout", "ExpertLayoutError",
-           "load_expert_layout", "REASON_UNREADABLE_LAYOUT"]
+           "load_expert_layout"]
 
 LAYOUT_PATH = os.path.join("packed_experts", "layout.json")
 # The engine refuses a layout over 64 MiB.
 MAX_LAYOUT_BYTES = 64 << 20
 _HEAD_BYTES = 64 << 10
-# The code of the blocker an unusable layout previews as (its message is this
-# module's error): see policy.REASON_*.
-REASON_UNREADABLE_LAYOUT = "unreadable-layout"
 
 
 class ExpertLayoutError(TurbosparkError):

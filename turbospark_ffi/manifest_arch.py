@@ -59,15 +59,6 @@ DRAFTER_FAMILIES = frozenset(("qwen35", "qwen36"))
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
-# The architectures of manifests already read, by their exact bytes: the arch
-# is a pure function of them (no refusal is kept: each is worded afresh).
-# Installs of one model share the text, and an install whose index changed
-# keeps its manifest; decoding one costs ~25 us of a ~150 us first plan (866
-# entries, in process: docs/performance.md). Bounded: texts up to 64 KiB (a
-# real one is a few), 32 of them, the oldest dropped first.
-_ARCH_BY_TEXT: dict[bytes, "ManifestArch"] = {}
-_ARCH_TEXT_MAX = 64 << 10
-_ARCH_TEXTS_KEPT = 32
 _U64_MAX = (1 << 64) - 1
 _BYTE = 0xFF  # the engine's peek stores each mask value `as u8`
 
@@ -189,16 +180,7 @@ def load_manifest_arch(model_dir: str) -> ManifestArch:
         data, _info = read_bounded(path, MAX_MANIFEST_BYTES)
     except NotReadable as exc:
         raise _refuse(NO_MANIFEST, path=path, error=_io_error(exc)) from None
-    known = _ARCH_BY_TEXT.get(data)
-    if known is not None:
-        return known
-    arch = arch_from_text(data)
-    if len(data) <= _ARCH_TEXT_MAX:
-        if len(_ARCH_BY_TEXT) >= _ARCH_TEXTS_KEPT:
-            # Dicts keep insertion order: the first key is the oldest.
-            _ARCH_BY_TEXT.pop(next(iter(_ARCH_BY_TEXT)), None)
-        _ARCH_BY_TEXT[data] = arch
-    return arch
+    return arch_from_text(data)
 
 
 def arch_from_text(data: bytes) -> ManifestArch:

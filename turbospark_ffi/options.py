@@ -598,34 +598,16 @@ def allowed_block(n: int) -> Speculation:
     return _block(n, _BY_NAME["speculation"].messages)
 
 
-_parsed: dict = {}
-MAX_PARSED_OPTIONS = 256
-# Only options texts up to this size are remembered (as the C warm path's
-# TSFFI_CACHE_MAX_ARG), so the memo holds at most 256 x 4 KiB of keys.
-MAX_PARSED_OPTIONS_BYTES = 4096
-
-
 def parse_options(raw: bytes | str | None, what: str = "options_json") -> Options:
     """The typed request in `raw` (UTF-8 JSON text); None or empty = defaults.
 
-    Remembered per text (a GUI sends the same few objects over and over; the
-    answer is an immutable value), a refusal too, raised anew each time."""
+    Parsed at every call that reaches Python, not remembered: a warm C
+    host's repeated text never reaches it (the C warm path answers), and the
+    bench's options text parses in ~11 us, under 5% of a first plan
+    (docs/performance.md, the issue 41 round)."""
     if raw is None or len(raw) == 0:
         return DEFAULT_OPTIONS
-    if what != "options_json" or len(raw) > MAX_PARSED_OPTIONS_BYTES:
-        return _parse(raw, what)
-    parsed = _parsed.get(raw)
-    if parsed is None:
-        try:
-            parsed = _parse(raw, what)
-        except (InvalidArgument, JsonArgumentError, OptionRefused) as exc:
-            parsed = exc.with_traceback(None)  # its frames need not live on
-        if len(_parsed) >= MAX_PARSED_OPTIONS:
-            _parsed.clear()
-        _parsed[raw] = parsed
-    if isinstance(parsed, Exception):
-        raise parsed.again()
-    return parsed
+    return _parse(raw, what)
 
 
 def _parse(raw: bytes | str, what: str) -> Options:
@@ -636,12 +618,6 @@ def _parse(raw: bytes | str, what: str) -> Options:
                               f"{MAX_OPTIONS_BYTES} bytes (this library's bound; the engine "
                               "has none)")
     text = decode_text(raw, what) if isinstance(raw, bytes) else raw
-    # No fast path: the strict decoder is the only reader. Measured (12-04,
-    # 2-core VM under load): the bench's options text parses in 28 us against
-    # 7 us for ABI 2's parser, once per text (then remembered), and importing
-    # typed_json costs 1.4 ms of a ~55 ms cold start (bench row 5: 58.2 ms
-    # against 54.0 ms, within its noise); bench row 2's first plan (420 us)
-    # meets the text already remembered. Under the 10% that would license one.
     from .typed_json import TypedJsonError, decode
     try:
         decoded = decode(text, _open_options(), capture=_CAPTURE)

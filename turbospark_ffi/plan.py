@@ -1,15 +1,22 @@
-"""The engine's open end to end, for a host, in the open's order
-(TURBOSPARK_FACTS.md section 10): the options (options.py), the directory,
-the manifest's `arch`, the resident index and its dtype gates (the
-install's snapshot), then the original module's flow -- resolve the drafter,
-derive the draft policies -- the drafter state the open builds
-(runner_open.py), the blocker, and speculation resolved as the open resolves
-it, greedy decoding assumed; then the turn the host sends (turn.py). Every
-failure of the open the files show is a refusal with the open's status and
-message (OpenRefused), never a reason. Also the settings pane's table of
-every choice, each a plan; and `request`, the one way every entry point --
-the C ABI and the command line alike -- turns a model_dir and an options
-text into the install and the options those are computed for.
+"""Every decision of the library, in the engine's open's order
+(TURBOSPARK_FACTS.md section 10): the options (parsed by options.py), the
+directory, the manifest's `arch`, the resident index and its dtype gates,
+then the original module's flow -- resolve the drafter, derive the draft
+policies -- the drafter state the open builds (runner_open.py), the blocker
+(blockers.py), and speculation resolved as the open resolves it, greedy
+decoding assumed; then the turn the host sends (turn.py). Every failure of
+the open the files show is a refusal with the open's status and message
+(OpenRefused), never a reason. Also the settings pane's table of every
+choice, each a plan; what install info previews; the two functions of the
+original module a host calls without an install; and `request`, the one way
+every entry point -- the C ABI, the command line, the Python API -- turns a
+model_dir and an options text into the install and the options those are
+decided for.
+
+Decided afresh at each call, from the install's snapshot (snapshots.py: what
+the files say): a warm C host never gets here (tsffi_embed.c remembers the
+answers), and a snapshot that remembered decisions would be a second cache
+of answers with rules of its own.
 """
 
 from __future__ import annotations
@@ -20,27 +27,27 @@ from ._value import Value
 from .blockers import speculation_blocker
 from .engine_texts import NOT_A_DIRECTORY
 from .errors import OpenFailed, OpenRefused, SpeculationRefused
-from .install import InstallSnapshot, snapshot
 from .model_names import check_model_dir, resolve_model_name
 from .options import ABSENT, DEFAULT_OPTIONS, Options, allowed_block, parse_options
-from .policy import (ALLOWED_SPECULATION_BLOCKS, REASON_DFLASH_OPT_IN, REASON_ENGINE,
-                     DraftPolicies, DrafterChoice, Speculation, SpeculationDisabled,
-                     SpeculationEnabled, SpeculationPlan, SpeculativeDrafter, draft_policies,
-                     resolve_speculation)
+from .policy import (ALLOWED_SPECULATION_BLOCKS, DraftPolicies, DrafterChoice, Speculation,
+                     SpeculationDisabled, SpeculationEnabled, SpeculationPlan,
+                     SpeculativeDrafter, draft_policies, resolve_drafter, resolve_speculation)
+from .reasons import REASON_DFLASH_OPT_IN, REASON_ENGINE
 from .reconcile_memory import Outcome, options_key, reported
+from .runner_open import build_dflash, build_mtp, check_dtype_gates
+from .snapshots import InstallSnapshot, snapshot
 from .turn import Turn, turn
 
-__all__ = ["PlanResult", "Request", "request", "speculation_plan", "decide", "plan_for_snapshot",
-           "engine_plan",
-           "SpeculationChoice", "SpeculationChoices", "table_speculations", "TABLE_DRAFTERS",
-           "table", "choices_for_snapshot"]
+__all__ = ["PlanResult", "Request", "request", "decide", "check_opens", "open_refusal",
+           "engine_plan", "SpeculationChoice", "SpeculationChoices", "table_speculations",
+           "TABLE_DRAFTERS", "table", "choices", "install_verdicts", "policies_for_choice",
+           "speculation_without_install"]
 
 
 class PlanResult(Value):
     """`model_dir` is the directory the plan read (the model name resolved),
     None for a plan not made from an install. `reason_code` is the code of
-    the speculation's reason (policy.REASON_* and the codes blockers.py,
-    resident_index.py and expert_layout.py own), None when it has none.
+    the speculation's reason (reasons.py), None when it has none.
     `source` is "preview", or "engine" for the engine's own outcome that a
     host reported to tsffi_reconcile after the preview disagreed."""
 
@@ -66,70 +73,126 @@ class PlanResult(Value):
         setter(self, "source", source)
 
 
+def open_refusal(snap: InstallSnapshot) -> OpenRefused | None:
+    """The first failure of the engine's open that the files of `snap` show
+    before any drafter is built, in the open's order: the manifest's `arch`,
+    then the resident index, then the index-wide dtype gates. None when the
+    open gets past them."""
+    if snap.arch_error is not None:
+        return snap.arch_error
+    if snap.index_error is not None:
+        return OpenRefused(str(snap.index_error), stage="index")
+    try:
+        check_dtype_gates(snap.index)
+    except OpenRefused as exc:
+        return exc.with_traceback(None)
+    return None
+
+
 def check_opens(snap: InstallSnapshot, name: str | None = None) -> None:
     """Raise the open's refusal of the install itself, whatever the
     speculation and drafter asked (OpenRefused, status 2), in the open's
     order: the directory (`name`: the model name as the host passed it,
-    which the engine's message quotes), the manifest's `arch`, the resident
-    index, the dtype gates."""
+    which the engine's message quotes), then `open_refusal`'s."""
     if not os.path.isdir(snap.model_dir):
         raise OpenRefused(NOT_A_DIRECTORY.format(
             dir=snap.model_dir if name is None else name), stage="directory")
-    refusal = snap.open_refusal()
+    refusal = open_refusal(snap)
     if refusal is not None:
-        raise refusal.again()
+        raise refusal.again()  # the snapshot keeps the first: each raise gets its own
 
 
-def decide(snap: InstallSnapshot, speculation: Speculation, drafter: SpeculativeDrafter,
-           options: Options) -> tuple:
-    """The open's flow for the install `snap` (one `check_opens` accepts)
-    under `options` with `speculation` and `drafter` in place of its own:
-    the drafter choice, the draft policies, the speculation plan, its
-    reason's code and the turn. Raises OpenRefused where the open fails
-    building the drafter, SpeculationRefused for a named block that cannot
-    be served. What `plan_for_snapshot` answers, as its parts."""
-    return _decide(snap, _column(snap, drafter, options), speculation, options)
+class _Verdicts:
+    """The open's verdicts on one install under one request's options, each
+    made when first asked and kept for the rest of the call: a choices table
+    asks the same drafter build, blocker and turn of up to 34 items. Made
+    per call and dropped with it (never older than its snapshot)."""
+
+    __slots__ = ("snap", "options", "_seen")
+
+    def __init__(self, snap: InstallSnapshot, options: Options) -> None:
+        self.snap = snap
+        self.options = options
+        self._seen: dict = {}
+
+    def choice(self, requested: SpeculativeDrafter) -> DrafterChoice:
+        """The original module's resolve_drafter on this install's index."""
+        return resolve_drafter(requested, self.snap.index)
+
+    def built(self, drafter: SpeculativeDrafter, mode: str) -> bool:
+        """Whether the open builds `drafter`'s state under its policy's `mode`
+        (raises OpenRefused where the build fails, under `auto` too)."""
+        if mode == "off":
+            return False
+        key = ("built", drafter, mode == "fixed")
+        outcome = self._seen.get(key)
+        if outcome is None:
+            build = build_dflash if drafter is SpeculativeDrafter.DFLASH else build_mtp
+            try:
+                outcome = build(self.snap.index, self.snap.arch, mode == "fixed")
+            except OpenRefused as exc:
+                outcome = exc.with_traceback(None)
+            self._seen[key] = outcome
+        if isinstance(outcome, OpenRefused):
+            raise outcome.again()
+        return outcome
+
+    def blocker(self, drafter: SpeculativeDrafter, built: bool):
+        """The engine's blocker function for `drafter` (blockers.py)."""
+        arch = self.snap.arch
+        # The open's vision sidecar attaches before the blocker is asked; a
+        # path is taken to attach and "auto" to find none (what the preview
+        # cannot know, a warning of options.py says).
+        sidecar = self.options.vision_sidecar
+        vision = arch.vision_depth > 0 or (sidecar is not None and sidecar != "auto")
+        key = ("blocker", drafter, built)
+        if key not in self._seen:
+            self._seen[key] = speculation_blocker(arch, self.snap.index, drafter, built, vision)
+        return self._seen[key]
+
+    def turn(self, block: int | None) -> Turn:
+        """The turn the options send on a session whose block is `block`
+        (None: it does not draft): only whether it drafts matters."""
+        key = ("turn", block is None)
+        found = self._seen.get(key)
+        if found is None:
+            o = self.options
+            found = self._seen[key] = turn(block, o.temperature, o.rate_capped,
+                                           o.power_profile, o.low_power_mode)
+        return found
 
 
-def _column(snap: InstallSnapshot, drafter: SpeculativeDrafter, options: Options) -> tuple:
+def _column(verdicts: _Verdicts, drafter: SpeculativeDrafter) -> tuple:
     """The steps of the flow that do not depend on the speculation asked for
     (a choices table takes them once per drafter, not once per item): the
     drafter choice, and the blocker that outranks the engine's own, with its
     code (None, None: the engine's blocker function decides)."""
-    choice = snap.resolve_drafter(drafter)
+    choice = verdicts.choice(drafter)
     # The note outranks the engine's reason: that one would say "carries no
     # multi-token-prediction head" -- true, and the wrong thing to tell
     # someone holding a drafter this port can run.
     if choice.note is not None:
         return choice, choice.note, REASON_DFLASH_OPT_IN
-    if options.engine_blocker is not ABSENT:
-        return choice, options.engine_blocker, REASON_ENGINE
+    if verdicts.options.engine_blocker is not ABSENT:
+        return choice, verdicts.options.engine_blocker, REASON_ENGINE
     return choice, None, None
 
 
-def _built(snap: InstallSnapshot, drafter: SpeculativeDrafter, mode: str) -> bool:
-    """Whether the open builds `drafter`'s state under its policy's `mode`
-    (raises OpenRefused where the build fails)."""
-    return mode != "off" and snap.builds(drafter, mode == "fixed")
-
-
-def _decide(snap: InstallSnapshot, column: tuple, speculation: Speculation,
-            options: Options) -> tuple:
+def _decide(verdicts: _Verdicts, column: tuple, speculation: Speculation) -> tuple:
+    """The open's flow for one (speculation, drafter) pair: the drafter
+    choice, the draft policies, the speculation plan, its reason's code and
+    the turn. Raises OpenRefused where the open fails building the drafter,
+    SpeculationRefused for a named block that cannot be served."""
     choice, blocker, code = column
     policies = draft_policies(choice, speculation)
     # The open builds the drafter state its policies name -- at most one
     # through the C ABI -- before it asks any blocker; a build that fails
-    # fails the open, under `auto` too.
-    built = {SpeculativeDrafter.MTP: _built(snap, SpeculativeDrafter.MTP, policies.mtp.mode),
-             SpeculativeDrafter.DFLASH: _built(snap, SpeculativeDrafter.DFLASH,
-                                               policies.dflash.mode)}
+    # fails the open.
+    built = {SpeculativeDrafter.MTP: verdicts.built(SpeculativeDrafter.MTP, policies.mtp.mode),
+             SpeculativeDrafter.DFLASH: verdicts.built(SpeculativeDrafter.DFLASH,
+                                                       policies.dflash.mode)}
     if code is None and speculation.kind != "off":
-        # Remembered on the snapshot: a choices table asks it of each item,
-        # and it depends only on these three (and the files).
-        vision = snap.arch.vision_depth > 0 or _sidecar_attaches(options)
-        found = snap.memo(("blocker", choice.drafter, built[choice.drafter], vision),
-                          speculation_blocker, snap.arch, snap.index, choice.drafter,
-                          built[choice.drafter], vision)
+        found = verdicts.blocker(choice.drafter, built[choice.drafter])
         if found is not None:
             blocker, code = found.message, found.code
     # The open decides with greedy decoding assumed (FACTS section 13): the
@@ -137,39 +200,17 @@ def _decide(snap: InstallSnapshot, column: tuple, speculation: Speculation,
     plan = resolve_speculation(speculation, choice.drafter, blocker, True)
     if plan.enabled or plan.reason is None:
         code = None
-    return choice, policies, plan, code, _session_turn(snap, plan.block if plan.enabled else None,
-                                                       options)
+    return choice, policies, plan, code, verdicts.turn(plan.block if plan.enabled else None)
 
 
-def _session_turn(snap: InstallSnapshot, block: int | None, options: Options) -> Turn:
-    """The turn `options` send on a session whose block is `block` (None:
-    it does not draft). Remembered on the snapshot (a table asks the same
-    turn of up to 34 decisions): only whether the session drafts matters,
-    not its block, and the temperature by its repr, since 0.0, -0.0 and 0
-    are one key to a dict and the turn carries it as given."""
-    t = options.temperature
-    return snap.memo(("turn", block is None, None if t is None else repr(t),
-                      options.rate_capped, options.power_profile, options.low_power_mode),
-                     turn, block, t, options.rate_capped, options.power_profile,
-                     options.low_power_mode)
-
-
-def _sidecar_attaches(options: Options) -> bool:
-    """Whether the open attaches a vision sidecar (its attach replaces the
-    runner's vision config before the blocker is asked). A path is taken to
-    attach and "auto" to find none: what the preview cannot know, a warning
-    of options.py says."""
-    sidecar = options.vision_sidecar
-    return sidecar is not None and sidecar != "auto"
-
-
-def plan_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
-                      name: str | None = None) -> PlanResult:
+def decide(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
+           name: str | None = None) -> PlanResult:
     """The whole decision for the install `snap` under `options` (`name`:
     the model name as passed, for the open's refusal of a non-directory)."""
     check_opens(snap, name)
-    choice, policies, plan, code, the_turn = decide(snap, options.speculation, options.drafter,
-                                                    options)
+    verdicts = _Verdicts(snap, options)
+    choice, policies, plan, code, the_turn = _decide(
+        verdicts, _column(verdicts, options.drafter), options.speculation)
     return PlanResult(choice, policies, plan, options.ignored_keys, snap.model_dir, code,
                       options.warnings, the_turn)
 
@@ -182,7 +223,8 @@ def engine_plan(snap: InstallSnapshot, options: Options, engine: Outcome,
     failed open raises OpenFailed with its status and message."""
     if engine.status != 0:
         raise OpenFailed(engine.message, engine.status)
-    choice = snap.resolve_drafter(options.drafter)
+    verdicts = _Verdicts(snap, options)
+    choice = verdicts.choice(options.drafter)
     if engine.drafter is not None and engine.drafter != choice.drafter.value:
         choice = DrafterChoice(SpeculativeDrafter(engine.drafter), choice.install_has_mtp_head,
                                choice.install_has_dflash, choice.note)
@@ -191,12 +233,12 @@ def engine_plan(snap: InstallSnapshot, options: Options, engine: Outcome,
     # The turn follows the engine's session, as it follows the preview's.
     return PlanResult(choice, draft_policies(choice, options.speculation), speculation,
                       options.ignored_keys, snap.model_dir, reason_code=None,
-                      warnings=(*options.warnings, warning),
-                      turn=_session_turn(snap, engine.block, options), source="engine")
+                      warnings=(*options.warnings, warning), turn=verdicts.turn(engine.block),
+                      source="engine")
 
 
 class SpeculationChoice(Value):
-    """One item of a settings pane: what `plan_for_snapshot` answers for one
+    """One item of a settings pane: what `decide` answers for one
     (speculation, drafter) pair -- its `plan`, or the refusal message when it
     refused (then `plan` is None) -- and whether it is the host's own pick."""
 
@@ -249,25 +291,27 @@ def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
     """Every item of the two pickers, in order -- speculation "auto", "off",
     1..15 (outer) by drafter "auto", "mtp", "dflash" (inner), the other
     options held as given -- as `(speculation, drafter, parts, refusal,
-    selected)`: `parts` what `decide` answers for the pair (None when it
-    refused, `refusal` then its message), `selected` whether the pair is
-    `options`' own. Each item IS the plan call's answer, so the table cannot
-    disagree with a plan: an item whose open would fail building its drafter
-    is a refusal. A block outside 1..15 in `options` is refused, since no
-    item could be selected; an install the open refuses whatever is asked
-    (`check_opens`) is refused whole, as every item would be."""
+    selected)`: `parts` the decision's parts for the pair (choice, policies,
+    speculation plan, reason code, turn; None when it refused, `refusal` then
+    its message), `selected` whether the pair is `options`' own. Each item
+    IS the plan call's answer, so the table cannot disagree with a plan: an
+    item whose open would fail building its drafter is a refusal. A block
+    outside 1..15 in `options` is refused, since no item could be selected;
+    an install the open refuses whatever is asked (`check_opens`) is refused
+    whole, as every item would be."""
     if options.speculation.kind == "block":
         # Options built in Python, not parsed: refused in the parser's words.
         allowed_block(options.speculation.n)
     check_opens(snap, name)
     picked_speculation, picked_drafter = options.speculation, options.drafter
-    # decide reads the requested drafter only through its first step, the
-    # snapshot's resolve_drafter: a drafter whose choice equals an earlier
-    # column's (auto resolving to mtp without a note, on most installs) gets
-    # that column's answers -- the very same parts -- a third of the table's
-    # decisions. Every item is still checked against the plan call itself
+    verdicts = _Verdicts(snap, options)
+    # _decide reads the requested drafter only through its first step, the
+    # drafter choice: a drafter whose choice equals an earlier column's (auto
+    # resolving to mtp without a note, on most installs) gets that column's
+    # answers -- the very same parts -- a third of the table's decisions.
+    # Every item is still checked against the plan call itself
     # (tests/test_choices.py).
-    columns = [_column(snap, drafter, options) for drafter in TABLE_DRAFTERS]
+    columns = [_column(verdicts, drafter) for drafter in TABLE_DRAFTERS]
     same_as = [next(j for j in range(i + 1) if columns[j][0] == columns[i][0])
                for i in range(len(TABLE_DRAFTERS))]
     items: list[tuple] = []
@@ -280,7 +324,7 @@ def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
                 parts, refusal = items[row + earlier][2:4]
             else:
                 try:
-                    parts, refusal = _decide(snap, columns[column], speculation, options), None
+                    parts, refusal = _decide(verdicts, columns[column], speculation), None
                 except (SpeculationRefused, OpenRefused) as exc:
                     parts, refusal = None, str(exc)
             items.append((speculation, drafter, parts, refusal,
@@ -288,8 +332,8 @@ def table(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
     return items
 
 
-def choices_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
-                         name: str | None = None) -> SpeculationChoices:
+def choices(snap: InstallSnapshot, options: Options = DEFAULT_OPTIONS,
+            name: str | None = None) -> SpeculationChoices:
     """`table` as values: each item's plan is the `PlanResult` the plan call
     answers (items that share their parts share it)."""
     results: dict[int, PlanResult] = {}
@@ -306,19 +350,62 @@ def choices_for_snapshot(snap: InstallSnapshot, options: Options = DEFAULT_OPTIO
         entries.append(SpeculationChoice(speculation, drafter, result, refusal, selected))
     # The install's flags as the drafter choice reads them: the same
     # three-state answer every plan carries.
-    choice = snap.resolve_drafter(SpeculativeDrafter.AUTO)
+    choice = resolve_drafter(SpeculativeDrafter.AUTO, snap.index)
     return SpeculationChoices(snap.model_dir, choice.install_has_mtp_head,
                               choice.install_has_dflash, tuple(entries), options.ignored_keys,
                               options.warnings)
 
 
+def install_verdicts(snap: InstallSnapshot,
+                     name: str | None = None) -> tuple[str | None, dict[str, str | None]]:
+    """What install info previews of the open: its first refusal of the
+    install as a plan of `name` would meet it (its message, or None), and
+    each drafter's blocker as the open would ask it at speculation "auto"
+    with no options (its message, None when nothing stands in the way; the
+    build's refusal where the drafter cannot be built; all None when the
+    install itself is refused)."""
+    try:
+        check_opens(snap, name)
+    except OpenRefused as exc:
+        return str(exc), {"mtp": None, "dflash": None}
+    verdicts = _Verdicts(snap, DEFAULT_OPTIONS)
+    previews: dict[str, str | None] = {}
+    for drafter in (SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH):
+        try:
+            found = verdicts.blocker(drafter, verdicts.built(drafter, "auto"))
+        except OpenRefused as exc:
+            previews[drafter.value] = str(exc)
+            continue
+        previews[drafter.value] = None if found is None else found.message
+    return None, previews
+
+
+def policies_for_choice(choice: DrafterChoice, options: Options) -> DraftPolicies:
+    """The original module's draft_policies for a drafter choice the host
+    hands back (tsffi_draft_policies) at the options' speculation."""
+    return draft_policies(choice, options.speculation)
+
+
+def speculation_without_install(options: Options) -> tuple[SpeculationPlan, SpeculativeDrafter]:
+    """The original module's resolve_speculation as the options ask it, with
+    no install (tsffi_resolve_speculation): the plan, and the drafter it is
+    reported as drafted by. The host's "tsffi" object gives the blocker
+    and whether decoding is greedy."""
+    # An absent or auto drafter takes the original module's non-DFlash2 arms,
+    # which are the MTP drafter's, and is reported as such.
+    drafter = SpeculativeDrafter.MTP if options.drafter is SpeculativeDrafter.AUTO \
+        else options.drafter
+    blocker = None if options.engine_blocker is ABSENT else options.engine_blocker
+    return resolve_speculation(options.speculation, drafter, blocker,
+                               options.deterministic), drafter
+
+
 class Request:
     """One call's arguments as every entry point takes them: `model_dir`
     checked (`name`, as given), `options` parsed, the name resolved and the
-    install it names read (`snapshot`). Its answers are remembered on the
-    snapshot, so they live and die with it. `text` is the options text as
-    given (None for an `Options` built in Python), which the engine's
-    remembered outcomes are keyed by."""
+    install it names read (`snapshot`). `text` is the options text as given
+    (None for an `Options` built in Python), which the engine's remembered
+    outcomes are keyed by."""
 
     __slots__ = ("name", "options", "snapshot", "text")
 
@@ -343,39 +430,34 @@ class Request:
         the same at every lookup and store)."""
         return self.snapshot.model_dir == self.name
 
-    def memo(self, what: str, compute, *args):
-        """`compute(*args)`, remembered on the snapshot as this request's
-        `what` (a refusal too, raised anew)."""
-        return self.snapshot.memo((what, self.options), compute, *args)
-
-    def resolve_drafter(self) -> DrafterChoice:
-        return self.snapshot.resolve_drafter(self.options.drafter)
+    def drafter_choice(self, auto: bool = False) -> DrafterChoice:
+        """The original module's resolve_drafter for this request's drafter
+        (`auto`: for "auto", whose flags are the install's)."""
+        return resolve_drafter(SpeculativeDrafter.AUTO if auto else self.options.drafter,
+                               self.snapshot.index)
 
     def preview(self) -> PlanResult:
-        """`plan_for_snapshot` for this request (raises OpenRefused or
+        """`decide` for this request (raises OpenRefused or
         SpeculationRefused, as the open fails)."""
-        # plan_for_snapshot checks the open's refusal (never remembered: a
-        # refusal is raised, not an answer of the memo).
-        return self.memo("plan", plan_for_snapshot, self.snapshot, self.options, self.name)
-
-    def reported(self) -> tuple[Outcome, str] | None:
-        """The engine's outcome (and its warning) that tsffi_reconcile
-        remembered for this install and options text, else None."""
-        if self.text is None:
-            return None
-        return reported(self.snapshot.model_dir, self.snapshot.key, self.text)
+        return decide(self.snapshot, self.options, self.name)
 
     def plan(self) -> PlanResult:
-        """The preview, or after a disagreement the engine's own outcome
-        (`engine_plan`). Raises SpeculationRefused, or OpenFailed."""
-        engine = self.reported()
+        """The preview, or after a disagreement the engine's own outcome that
+        a host reported to tsffi_reconcile (`engine_plan`). Raises
+        SpeculationRefused, OpenRefused, or OpenFailed."""
+        engine = None if self.text is None else reported(self.snapshot.model_dir,
+                                                         self.snapshot.key, self.text)
         if engine is None:
             return self.preview()
         return engine_plan(self.snapshot, self.options, *engine)
 
     def choices(self) -> SpeculationChoices:
-        """`choices_for_snapshot` for this request."""
-        return self.memo("choices", choices_for_snapshot, self.snapshot, self.options, self.name)
+        """`choices` for this request."""
+        return choices(self.snapshot, self.options, self.name)
+
+    def install_verdicts(self) -> tuple[str | None, dict[str, str | None]]:
+        """`install_verdicts` for this request."""
+        return install_verdicts(self.snapshot, self.name)
 
 
 def request(model_dir: str | bytes | os.PathLike,
@@ -393,15 +475,3 @@ def request(model_dir: str | bytes | os.PathLike,
         text = options_key(options)
         options = parse_options(options)
     return Request(name, options, snapshot(resolve_model_name(name)), text)
-
-
-def speculation_plan(model_dir: str | bytes | os.PathLike,
-                     options: Options | str | bytes | None = DEFAULT_OPTIONS) -> PlanResult:
-    """The whole decision for `model_dir` (a directory or an installed alias,
-    resolved as the engine resolves it: model_names.py) under `options`.
-
-    Raises `SpeculationRefused` (the original module's Err) for a named block that cannot
-    be served, `InvalidArgument` for an empty, non-UTF-8 or NUL-holding
-    model_dir or an invalid option.
-    """
-    return request(model_dir, options).plan()

@@ -6,7 +6,7 @@ Which drafter an install carries, whether this run may use it, and the
 `DraftPolicies` to open with. The original module's comments (docs/ENGINE.md)
 are the specification; the ones kept here are the ones a maintainer of this module needs at hand. Pure:
 the original module's `resolve_drafter` reads the resident index first, and here that
-read is the install snapshot's (install.py), made once for every decision
+read is the install snapshot's (snapshots.py), made once for every decision
 about the install; this module decides from what it read.
 """
 
@@ -29,9 +29,6 @@ __all__ = [
     "DFLASH_AUTO_NOTE",
     "SAMPLED_BLOCK_DRAFTER_REASON",
     "REFUSAL_PREFIX",
-    "REASON_DFLASH_OPT_IN",
-    "REASON_SAMPLED",
-    "REASON_ENGINE",
     "Speculation",
     "SpeculativeDrafter",
     "DrafterChoice",
@@ -85,14 +82,6 @@ SAMPLED_BLOCK_DRAFTER_REASON = (
 # (SpeculationRefused.reason).
 REFUSAL_PREFIX = "--speculative was asked for but cannot be served: "
 
-# Codes of the reasons a plan can be disabled for that come from this module
-# (the note, the sampled case) or pass through it (the engine's own reason).
-# A front end labels a reason by its code (PlanResult.reason_code), never by
-# its words; blockers.py, resident_index.py and expert_layout.py own the
-# codes of the reasons they word.
-REASON_DFLASH_OPT_IN = "dflash-opt-in"
-REASON_SAMPLED = "sampled"
-REASON_ENGINE = "engine"
 
 
 class SpeculativeDrafter(Value):
@@ -125,7 +114,7 @@ class SpeculativeDrafter(Value):
         return (SpeculativeDrafter, (self.value,))
 
     # One object per value (__new__, _make and unpickling all intern), so
-    # identity is equality: the plan's memo keys hash a drafter on every call.
+    # identity is equality: a call's verdicts (plan.py) are keyed by drafter.
     __eq__ = object.__eq__
     __hash__ = object.__hash__
 
@@ -321,7 +310,7 @@ def resolve_drafter(requested: SpeculativeDrafter, index) -> DrafterChoice:
     `index` is the install's resident index as read (a `ResidentIndex`), or
     None when it could not be read -- the original module's
     `load_resident_index(...).ok()`. The original module reads it inside this function;
-    here the install snapshot reads it (install.py), once for every decision
+    here the install snapshot reads it (snapshots.py), once for every decision
     about the install, whatever the request (an explicit ask still needs the
     presence flags, for `draft_policies`). An unreadable index is not an
     error here: this function picks a drafter, and `open` is entitled to be

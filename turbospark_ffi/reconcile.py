@@ -21,7 +21,7 @@ from .plan import request
 from .reconcile_memory import (Outcome, Reconciliation, differences, disagreement_warning,
                                forget, mirrored_revision, read_engine_json, remember)
 
-__all__ = ["reconcile", "reconcile_json", "reconcile_dict"]
+__all__ = ["reconcile"]
 
 
 # The statuses of the open's own refusals: 2 (TS_ERR_OPEN: its option
@@ -77,17 +77,3 @@ def reconcile(model_dir: str | bytes | os.PathLike, options: str | bytes | None,
         else:
             forget(snap.model_dir, req.text)
     return Reconciliation(preview, engine, found, mirrored_revision())
-
-
-def reconcile_json(model_dir: str | bytes | os.PathLike, options: str | bytes | None,
-                   engine_json: str | bytes) -> bytes:
-    """What `tsffi_reconcile` returns (ASCII JSON, as every answer)."""
-    from .wire import reconcile_text
-    return reconcile_text(reconcile(model_dir, options, engine_json)).encode("ascii")
-
-
-def reconcile_dict(model_dir: str | bytes | os.PathLike, options: str | bytes | None,
-                   engine_json: str | bytes) -> dict:
-    """`reconcile_json`'s object, for the Python API."""
-    from .wire import reconcile_to_dict
-    return reconcile_to_dict(reconcile(model_dir, options, engine_json))

@@ -12,7 +12,7 @@ later plans of the same pair answer in the engine's words (plan.py asks
 `reported`).
 
 The memory is keyed by the install's identity as the snapshot knows it
-(install.py: what stat() says of its files) and by the options text as the
+(snapshots.py: what stat() says of its files) and by the options text as the
 host sent it -- the text, not the parsed options: the engine reads keys this
 library does not model (visionSidecar arms a blocker), so two texts that
 preview alike may open differently. When the files change, the key no longer

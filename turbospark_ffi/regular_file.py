@@ -25,10 +25,21 @@ from __future__ import annotations
 import os
 
 __all__ = ["NotReadable", "open_regular", "read_all", "read_bounded", "describe_file_type",
-           "RACY_WINDOW_NS", "COARSE_RACY_WINDOW_NS", "racy_window_ns", "settled"]
+           "RACY_WINDOW_NS", "COARSE_RACY_WINDOW_NS", "racy_window_ns", "settled",
+           "file_identity"]
 
-# What a reader's cache may trust (install.py, store.py; the C warm path is
-# offered only what install.py trusts): a file modified within one tick of
+
+def file_identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What says a file is unchanged, for every reader's cache (snapshots.py,
+    store.py) and the C warm path's `struct tsffi_file_key`, which holds the
+    same five fields: device and inode (which file), size, and the times of
+    its last modification and change in ns (ctime catches a rewrite that
+    restored mtime)."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+# What a reader's cache may trust (snapshots.py, store.py; the C warm path is
+# offered only what snapshots.py trusts): a file modified within one tick of
 # the clock that stamps it can be rewritten within that tick keeping its
 # size and mtime, so an answer read from it is not remembered until the
 # file is older than the window. 100 ms: well above the kernel's coarse

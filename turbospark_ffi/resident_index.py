@@ -48,7 +48,6 @@ __all__ = [
     "DFLASH_TENSORS",
     "TRUNK_LAYER_PREFIX",
     "SELF_ATTN",
-    "REASON_UNREADABLE_INDEX",
     "IndexEntry",
     "ResidentIndex",
     "load_resident_index",
@@ -71,10 +70,6 @@ DFLASH_PRESENCE_TENSOR = "dflash.fc.weight"
 # evidence). `ResidentIndex.first_self_attn_layer` answers from the names.
 TRUNK_LAYER_PREFIX = b"language_model.model.layers."
 SELF_ATTN = b".self_attn."
-
-# The code of the blocker an unreadable index previews as (its message is this
-# module's error): see policy.REASON_*.
-REASON_UNREADABLE_INDEX = "unreadable-index"
 
 # What a complete drafter holds (for install info: "present but partial").
 _MTP_LAYER = (

@@ -15,11 +15,11 @@ FIFO or a device there (regular_file.py), or a file over MAX_STORE_BYTES.
 
 The typed decode costs ~0.3 s per MiB (MAX_STORE_BYTES says how that bounds
 it), and a GUI resolves an alias on every change of a control, so the
-decoded rows are remembered per file IDENTITY -- what stat() says:
-device, inode, size, mtime_ns, ctime_ns -- and an unchanged file is one
+decoded rows are remembered per file IDENTITY (regular_file.file_identity,
+as an install snapshot's files) and an unchanged file is one
 stat() per resolution. The directory check of a row is made at each
 resolution (a directory may appear or vanish without the file changing).
-As install.py does, a file modified within the racy window of being read
+As snapshots.py does, a file modified within the racy window of being read
 (regular_file.settled) is not remembered: a rewrite within one clock tick
 can keep size and mtime.
 """
@@ -31,7 +31,7 @@ import os
 import time
 
 from ._value import Value
-from .regular_file import settled
+from .regular_file import file_identity, settled
 
 __all__ = ["MAX_STORE_BYTES", "StoreFile", "StoreRow", "read_store",
            "recorded_path", "counting_rows", "clear_cache"]
@@ -99,14 +99,11 @@ def _decoded(path: str, data: bytes) -> StoreFile:
         return StoreFile(path, False, f"{path} is not UTF-8 (invalid byte "
                                       f"0x{data[exc.start]:02x} at offset {exc.start}); the "
                                       "engine reads it as no installs", ())
-    # decode_precise, serde_json's algorithm step by step: `decode`'s fast
-    # path is held equal to it (tests/test_typed_json.py) for the options'
-    # roots only, not for this list of structs with required fields and an
-    # enum. A store is at most MAX_STORE_BYTES, decoded once per identity, so
-    # the exact path's cost is the bound's to keep small.
-    from .typed_json import TypedJsonError, decode_precise
+    # A store is at most MAX_STORE_BYTES, decoded once per identity, so the
+    # decode's cost is the bound's to keep small.
+    from .typed_json import TypedJsonError, decode
     try:
-        values = decode_precise(text, _store_type())
+        values = decode(text, _store_type())
     except TypedJsonError as exc:
         return StoreFile(path, False, f"{path} does not decode as the engine's list of "
                                       f"installs ({exc.text}); the engine reads it as no "
@@ -117,10 +114,6 @@ def _decoded(path: str, data: bytes) -> StoreFile:
 
 
 _cache: dict[tuple, StoreFile] = {}
-
-
-def _identity(info: os.stat_result) -> tuple:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def read_store(root: str) -> StoreFile:
@@ -148,7 +141,7 @@ def _remembered(path: str) -> StoreFile | None:
     except (OSError, ValueError) as exc:
         return StoreFile(path, False, f"{path} cannot be read: "
                                       f"{getattr(exc, 'strerror', None) or exc}", ())
-    return _cache.get((path, *_identity(info)))
+    return _cache.get((path, *file_identity(info)))
 
 
 def _read_fresh(path: str) -> StoreFile:
@@ -168,10 +161,10 @@ def _read_fresh(path: str) -> StoreFile:
     finally:
         os.close(fd)
     store = _decoded(path, data)
-    key = _identity(info)
+    key = file_identity(info)
     # Remembered only when nothing changed while it was read and the file is
-    # older than the racy window (install.py says why).
-    if _identity(after) == key and settled(started, (key[3], key[4])):
+    # older than the racy window (regular_file.settled says why).
+    if file_identity(after) == key and settled(started, (key[3], key[4])):
         while len(_cache) >= _MAX_CACHED:
             _cache.pop(next(iter(_cache), None), None)
         _cache[(path, *key)] = store

@@ -80,7 +80,7 @@ def _is_utf8(text: str) -> bool:
 
 
 def _alias_row(alias: str, path: str, model_dir: str) -> StoreAlias:
-    from .install import snapshot
+    from .snapshots import snapshot
     from .resident_index import install_has_dflash, install_has_mtp_head
     index = snapshot(model_dir).index
     if index is None:

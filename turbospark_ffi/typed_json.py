@@ -28,19 +28,22 @@ Types are values: ANY, STRING, BOOL, U32, U64, F64, Option(T), Seq(T),
 Enum(name, variants), Struct(name, fields of Field(name, type, required)).
 `decode(text, root)` returns Python values (StructValue for a Struct).
 
-Speed (the 2-core shared VM of docs/performance.md, CPython 3.11, best of 7
-timeit runs): a 3-key options object decodes in ~6 us (the C scanner of
-`_json`, then a check of each value against its type), `{}` in ~2 us; a text
-the fast path cannot vouch for takes serde's steps in Python (decode_precise:
-~25 us for the same 3 keys, ~13 us with a `tsffi` object). Import: ~1.3 ms,
+One path: serde's steps in Python. Measured (the 2-core shared VM of
+docs/performance.md, CPython 3.11, best of 5 timeit runs): the bench's
+2-key options text in 5.2 us, `{}` in 1.5 us, a 7-key text in 14.7 us. A
+fast path through the C scanner of `_json` saved 2 us on the bench's text
+(under 1% of a first plan) and 8 us on the 7-key one, once per call that
+reaches Python: not worth a second implementation of every rule. Import:
 no regex, no json package.
+
+`fast_float` and `shallow` serve a C scan of a document whose values are
+then checked by their reader (manifest_arch.py's; its tests hold it equal to
+`decode` over generated texts).
 """
 
 from __future__ import annotations
 
-import _json
-
-__all__ = ["TypedJsonError", "ANY", "STRING", "BOOL", "U32", "U64", "F64", "decode_precise",
+__all__ = ["TypedJsonError", "ANY", "STRING", "BOOL", "U32", "U64", "F64",
            "fast_float", "shallow",
            "Option", "Seq", "Enum", "Field", "Struct", "StructValue", "decode",
            "RECURSION_LIMIT"]
@@ -1042,10 +1045,14 @@ class _Decoder:
 _CAPTURE = frozenset({"tsffi"})
 
 
-def decode_precise(text: str, root: _Type, capture: frozenset = _CAPTURE) -> object:
-    """`decode` without its fast path: serde_json's algorithm step by step,
-    the one source of every refusal and of every answer the fast path
-    cannot vouch for."""
+def decode(text: str, root: _Type, capture: frozenset = _CAPTURE) -> object:
+    """`text` decoded as serde_json::from_str::<root> decodes it; raises
+    TypedJsonError with serde_json's text. For a Struct root, the raw text of
+    each key in `capture` the struct does not declare is kept in .captured."""
+    if not isinstance(text, str):
+        raise TypeError(f"decode: text must be str, got {type(text).__name__}")
+    if not isinstance(root, _Type):
+        raise TypeError(f"decode: root must be a typed_json type, got {root!r}")
     decoder = _Decoder(text)
     if root.kind == "Struct":
         value = decoder.struct_value(root, capture)
@@ -1055,37 +1062,9 @@ def decode_precise(text: str, root: _Type, capture: frozenset = _CAPTURE) -> obj
     return value
 
 
-def decode(text: str, root: _Type, capture: frozenset = _CAPTURE) -> object:
-    """`text` decoded as serde_json::from_str::<root> decodes it; raises
-    TypedJsonError with serde_json's text. For a Struct root, the raw text of
-    each key in `capture` the struct does not declare is kept in .captured.
+# ------------------------------------------- helpers of a C scan (manifest_arch)
 
-    A text the C scanner of `_json` reads and whose values fit their types
-    exactly is answered from that scan (3-key options: ~6 us instead of ~25);
-    anything else -- a refusal, a captured key, a positional struct, a
-    string with a lone surrogate, nesting past 64 levels -- is decoded by
-    decode_precise, so both give one answer (tests/test_typed_json.py holds
-    them equal on every row of the oracle table)."""
-    if not isinstance(text, str):
-        raise TypeError(f"decode: text must be str, got {type(text).__name__}")
-    if not isinstance(root, _Type):
-        raise TypeError(f"decode: root must be a typed_json type, got {root!r}")
-    value = _fast_decode(text, root, capture)
-    if value is _SLOW:
-        return decode_precise(text, root, capture)
-    return value
-
-
-# ------------------------------------------------------------ the fast path
-
-_SLOW = object()      # the fast path cannot vouch for the answer
 _REFUSED = object()   # a number serde_json refuses (out of range): fine only when ignored
-
-
-class _Pairs(list):
-    """A JSON object as the C scanner saw it: (key, value) pairs, duplicates kept."""
-
-    __slots__ = ()
 
 
 def fast_float(literal: str) -> object:
@@ -1104,40 +1083,15 @@ def fast_float(literal: str) -> object:
         return _REFUSED
 
 
-def _fast_int(literal: str) -> object:
-    value = int(literal)
-    if literal[0] != "-":
-        if value <= _U64_MAX:
-            return value
-    elif value >= -(1 << 63) and value != 0:
-        return value
-    return fast_float(literal)  # `-0` and integers past u64/i64 are serde floats
-
-
-def _refuse_constant(name: str) -> object:
-    raise ValueError(name)  # NaN, Infinity: not JSON to serde either
-
-
-class _ScanContext:
-    strict = True
-    object_hook = None
-    object_pairs_hook = _Pairs
-    parse_float = fast_float
-    parse_int = _fast_int
-    parse_constant = _refuse_constant
-
-
-_scan = _json.make_scanner(_ScanContext)
 # The C scanner recurses on the C stack, one frame per level: a host thread
-# may have 16 KiB of it (docs/c-api.md). A text nesting deeper goes the
-# precise way, whose Python frames take no C stack.
+# may have 16 KiB of it (docs/c-api.md). A text nesting deeper goes through
+# `decode`, whose Python frames take no C stack.
 _FAST_MAX_DEPTH = 64
 
 
 def shallow(text: str) -> bool:
     """No array or object in `text` nests more than _FAST_MAX_DEPTH deep
-    (False too for a text whose strings do not close: the precise path
-    words that). Cheap for a flat text: only brackets outside strings are
+    (False too for a text whose strings do not close: `decode` words that). Cheap for a flat text: only brackets outside strings are
     walked one by one."""
     if text.count("[") + text.count("{") <= _FAST_MAX_DEPTH:
         return True
@@ -1153,119 +1107,3 @@ def shallow(text: str) -> bool:
         elif c == "]" or c == "}":
             depth -= 1
     return True
-
-
-def _fast_decode(text: str, root: _Type, capture: frozenset) -> object:
-    if not shallow(text):
-        return _SLOW
-    if capture and any(f'"{key}"' in text for key in capture):
-        return _SLOW  # a captured value's raw text is the precise path's to cut
-    n = len(text)
-    i = 0
-    while i < n and text[i] in _WS:
-        i += 1
-    try:
-        parsed, end = _scan(text, i)
-    except Exception:
-        # Any failure is the precise path's to word: StopIteration and
-        # ValueError, RecursionError, and the SystemError the C scanner
-        # raises on malformed text when the `json` package was never
-        # imported (its error path builds json.decoder.JSONDecodeError) --
-        # the case inside libtsffi, which never imports `json`.
-        return _SLOW
-    while end < n and text[end] in _WS:
-        end += 1
-    if end != n:
-        return _SLOW
-    if root.kind == "Struct":
-        if type(parsed) is not _Pairs:
-            return _SLOW
-        return _fast_struct(parsed, root, capture, RECURSION_LIMIT - 1)
-    return _fast_typed(parsed, root, RECURSION_LIMIT)
-
-
-def _clean(s: str) -> bool:
-    """No lone surrogate (serde refuses one in a key or a decoded string)."""
-    if s.isascii():
-        return True
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _fast_struct(pairs: _Pairs, tp: Struct, capture: frozenset | None, depth: int) -> object:
-    by_name = tp.by_name
-    fields: dict = {}
-    unknown: dict = {}
-    for key, value in pairs:
-        if not _clean(key):
-            return _SLOW
-        field = by_name.get(key)
-        if field is None:
-            if capture and key in capture:
-                return _SLOW  # the raw text is the precise path's to cut
-            unknown[key] = None
-            continue
-        if key in fields:  # given twice (fields holds nulls until the end)
-            return _SLOW
-        value = _fast_typed(value, field.type, depth)
-        if value is _SLOW:
-            return _SLOW
-        fields[key] = value
-    for field in tp.fields:
-        if field.required and field.name not in fields and field.type.kind != "Option":
-            return _SLOW
-    if None in fields.values():
-        fields = {k: v for k, v in fields.items() if v is not None}
-    return StructValue(fields, tuple(unknown), {})
-
-
-def _fast_typed(value: object, tp: _Type, depth: int) -> object:
-    kind = tp.kind
-    if kind == "Option":
-        return None if value is None else _fast_typed(value, tp.inner, depth)
-    if kind == "ANY":
-        return _fast_any(value, depth)
-    vtype = type(value)
-    if kind == "STRING" or kind == "Enum":
-        ok = vtype is str and _clean(value) and (kind == "STRING" or value in tp.variants)
-        return value if ok else _SLOW
-    if kind == "BOOL":
-        return value if vtype is bool else _SLOW
-    if kind == "F64":
-        return float(value) if vtype is int or vtype is float else _SLOW
-    if kind == "U32" or kind == "U64":
-        top = 0xFFFFFFFF if kind == "U32" else _U64_MAX
-        return value if vtype is int and 0 <= value <= top else _SLOW
-    if depth <= 1:
-        return _SLOW
-    if kind == "Seq" and vtype is list:
-        items = [_fast_typed(item, tp.inner, depth - 1) for item in value]
-        return _SLOW if _SLOW in items else items
-    if kind == "Struct" and vtype is _Pairs:
-        return _fast_struct(value, tp, None, depth - 1)
-    return _SLOW
-
-
-def _fast_any(value: object, depth: int) -> object:
-    vtype = type(value)
-    if vtype is str:
-        return value if _clean(value) else _SLOW
-    if value is _REFUSED:
-        return _SLOW
-    if vtype is not list and vtype is not _Pairs:
-        return value
-    if depth <= 1:
-        return _SLOW
-    if vtype is list:
-        items = [_fast_any(item, depth - 1) for item in value]
-        return _SLOW if _SLOW in items else items
-    members: dict = {}
-    for key, item in value:
-        item = _fast_any(item, depth - 1)
-        if item is _SLOW or not _clean(key):
-            return _SLOW
-        members[key] = item
-    return members

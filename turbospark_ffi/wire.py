@@ -1,13 +1,10 @@
 """The C ABI's JSON shapes: every object a function of the header returns
 is built here from the package's values (the decisions, the plan, the
-choices table, install info, build info), and a drafter choice a host hands
-back is read here. Above the policy: it knows every value, and nothing
-below it knows a shape. The text itself is jsontext's.
-
-The `*_json(request)` functions are the answers of the functions that take a
-model, as the bytes the C ABI returns, remembered on the install snapshot:
-_abi.py returns them to C and `turbospark-ffi ... --json` prints them, so the
-two cannot differ.
+choices table, install info, build info, the store, a reconcile), and a
+drafter choice a host hands back is read here. Shapes only: what to answer
+is plan.py's, which call answers it api.py's. Above the policy: it knows
+every value, and nothing below it knows a shape. The text itself is
+jsontext's.
 """
 
 from __future__ import annotations
@@ -19,21 +16,17 @@ from .policy import SpeculativeDrafter
 # start-up, and a module-level import of options would run on every call).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import os
-
-    from .install import InstallSnapshot
     from .options import Options
-    from .plan import PlanResult, Request
+    from .plan import PlanResult
     from .policy import DraftPolicies, DrafterChoice, SpeculationPlan
     from .reconcile_memory import Outcome, Reconciliation
+    from .snapshots import InstallSnapshot
     from .store_listing import StoreListing
 
 __all__ = ["choice_text", "policies_text", "speculation_text", "plan_text", "choices_text",
            "plan_to_dict", "policies_to_dict", "choice_from_json",
-           "install_info_to_dict", "build_info_to_dict", "drafter_json", "plan_json",
-           "choices_json", "install_info_json", "speculation_choices", "install_info",
-           "store_listing_to_dict", "store_json", "outcome_text", "reconcile_text",
-           "reconcile_to_dict"]
+           "install_info_to_dict", "build_info_to_dict", "store_listing_to_dict",
+           "outcome_text", "reconcile_text", "reconcile_to_dict"]
 
 
 # Every shape a decision takes is written as text from a template, and is
@@ -161,21 +154,23 @@ def policies_to_dict(policies: DraftPolicies) -> dict:
     return parse_json_document(policies_text(policies), "draft policies")
 
 
-def choices_text(snap: InstallSnapshot, options: Options, name: str | None = None) -> str:
-    """What tsffi_speculation_choices returns for `plan.table(snap, options)`.
-    Each item's `plan` is the plan call's text for that item without the
-    three members the table holds once (ignoredKeys, warnings, modelDir), and
-    `error` the refusal's message, so an item reads as the plan call for it
-    would."""
+def choices_text(items: list[tuple], model_dir: str, install: DrafterChoice,
+                 options: Options) -> str:
+    """What tsffi_speculation_choices returns for plan.table's `items` of
+    the install at `model_dir` (`install`: its drafter choice at "auto", for
+    the install's flags). Each item's `plan` is the plan call's text for that
+    item without the three members the table holds once (ignoredKeys,
+    warnings, modelDir), and `error` the refusal's message, so an item reads
+    as the plan call for it would."""
     from .errors import STATUS_OK, SpeculationRefused
-    from .plan import TABLE_DRAFTERS, table
     # Every item's refusal is the open's (status 2: a drafter build, a named
     # block): one status.
-    drafters = {drafter: encode_string(drafter.value) for drafter in TABLE_DRAFTERS}
+    drafters = {drafter: encode_string(drafter.value) for drafter in
+                (SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH)}
     texts: dict = {}  # each part's text, each answer a column shares, each refusal
-    items = []
+    rendered = []
     row, value = None, ""
-    for speculation, drafter, parts, refusal, selected in table(snap, options, name):
+    for speculation, drafter, parts, refusal, selected in items:
         if speculation is not row:
             row = speculation
             value = "%d" % row.n if row.kind == "block" else encode_string(row.kind)
@@ -188,12 +183,11 @@ def choices_text(snap: InstallSnapshot, options: Options, name: str | None = Non
             plan, status, error = texts.get(id(parts)), STATUS_OK, "null"
             if plan is None:
                 plan = texts[id(parts)] = _plan_text(texts, parts, ())
-        items.append(_ITEM % (value, drafters[drafter], status, plan, error, _FLAG[selected]))
-    choice = snap.resolve_drafter(SpeculativeDrafter.AUTO)
-    ignored, warnings, model_dir = _tail(options.ignored_keys, options.warnings,
-                                         snap.model_dir)
-    return _TABLE % (model_dir, _FLAG[choice.install_has_mtp_head],
-                     _FLAG[choice.install_has_dflash], ",".join(items), ignored, warnings)
+        rendered.append(_ITEM % (value, drafters[drafter], status, plan, error,
+                                 _FLAG[selected]))
+    ignored, warnings, model_dir_json = _tail(options.ignored_keys, options.warnings, model_dir)
+    return _TABLE % (model_dir_json, _FLAG[install.install_has_mtp_head],
+                     _FLAG[install.install_has_dflash], ",".join(rendered), ignored, warnings)
 
 
 _CHOICE_KEYS = ("drafter", "installHasMtpHead", "installHasDflash", "note")
@@ -260,69 +254,13 @@ def build_info_to_dict(abi_version: int, library: str, owns_interpreter: bool) -
             "sysPath": list(sys.path), "ownsInterpreter": owns_interpreter}
 
 
-def _text(value) -> bytes:
-    from .jsontext import dumps
-    return dumps(value).encode("ascii")
-
-
-def drafter_json(request: Request) -> bytes:
-    """What `tsffi_resolve_drafter` returns for `request`."""
-    return request.memo("drafter-json", lambda: choice_text(
-        request.resolve_drafter(), request.model_dir).encode("ascii"))
-
-
-def plan_json(request: Request) -> bytes:
-    """What `tsffi_speculation_plan` returns for `request` (raises
-    SpeculationRefused, as it refuses; OpenFailed for an open the engine
-    reported failing)."""
-    if request.reported() is not None:  # rare, and may change: not remembered
-        return plan_text(request.plan()).encode("ascii")
-    return request.memo("plan-json", lambda: plan_text(request.preview()).encode("ascii"))
-
-
-def choices_json(request: Request) -> bytes:
-    """What `tsffi_speculation_choices` returns for `request`."""
-    # choices_text's table checks the open's refusal of the install.
-    return request.memo("choices-json", lambda: choices_text(
-        request.snapshot, request.options, request.name).encode("ascii"))
-
-
-def install_info_json(request: Request) -> bytes:
-    """What `tsffi_install_info_json` returns for `request`'s install."""
-    # Not remembered on the snapshot: "openError" quotes the name as passed
-    # when it is no directory, and the same snapshot answers every spelling.
-    return _text(install_info_to_dict(request.snapshot, request.name))
-
-
-# The Python API's dict-returning calls: the same objects as the C ABI's.
-
-def speculation_choices(model_dir: str | bytes | os.PathLike,
-                        options: Options | str | bytes | None = None) -> dict:
-    """Every item of the speculation and drafter pickers for `model_dir`, as
-    the `tsffi_speculation_choices` object (`options`: an `Options`, or the
-    options JSON a host passes). Raises what the plan call raises for bad
-    options, and `OptionRefused` for a block outside 1..15."""
-    from .jsontext import parse_json_document
-    from .plan import request
-    return parse_json_document(choices_json(request(model_dir, options)).decode("ascii"),
-                               "choices")
-
-
-def install_info(model_dir: str | bytes | os.PathLike) -> dict:
-    """What the install's files say, as the `tsffi_install_info_json` object
-    (`model_dir` resolved as in `speculation_plan`)."""
-    from .plan import request
-    req = request(model_dir)
-    return install_info_to_dict(req.snapshot, req.name)
-
-
-def install_info_to_dict(snap: InstallSnapshot, name: str | None = None) -> dict:
+def install_info_to_dict(snap: InstallSnapshot, open_error: str | None,
+                         blocker_preview: dict[str, str | None]) -> dict:
     """The `tsffi_install_info_json` object of an install snapshot: what the
-    index and the manifest's `arch` say, whether the open gets past them
-    (`openError`: its message, or null), and each drafter's blocker as the
-    open would ask it at speculation "auto"."""
-    from .blockers import probe_tensor_name, speculation_blocker, verify_covers
-    from .errors import OpenRefused
+    index and the manifest's `arch` say, and what plan.install_verdicts
+    previews of the open (`openError`: its message, or null; each drafter's
+    blocker at speculation "auto")."""
+    from .blockers import probe_tensor_name, verify_covers
     from .resident_index import (DFLASH_TENSORS, DTYPE_NAMES, MTP_HEAD_TENSORS,
                                  install_has_dflash, install_has_mtp_head)
 
@@ -367,27 +305,8 @@ def install_info_to_dict(snap: InstallSnapshot, name: str | None = None) -> dict
         "expertsPerLayer": layout.experts_per_layer if layout is not None else None,
         "numLayers": layout.num_layers if layout is not None else None,
         "error": None if snap.layout_error is None else str(snap.layout_error)}
-    # The open's first refusal, as a plan of this name would meet it.
-    from .plan import check_opens
-    try:
-        check_opens(snap, name)
-        refusal = None
-    except OpenRefused as exc:
-        refusal = exc
-    info["openError"] = None if refusal is None else str(refusal)
-    previews: dict = {}
-    for key, drafter in (("mtp", SpeculativeDrafter.MTP), ("dflash", SpeculativeDrafter.DFLASH)):
-        if refusal is not None:
-            previews[key] = None
-            continue
-        try:
-            built = snap.builds(drafter, False)
-        except OpenRefused as exc:
-            previews[key] = str(exc)
-            continue
-        found = speculation_blocker(arch, index, drafter, built, arch.vision_depth > 0)
-        previews[key] = None if found is None else found.message
-    info["blockerPreview"] = previews
+    info["openError"] = open_error
+    info["blockerPreview"] = blocker_preview
     return info
 
 
@@ -398,13 +317,6 @@ def store_listing_to_dict(listing: StoreListing) -> dict:
                 {"alias": a.alias, "path": a.path, "modelDir": a.model_dir,
                  "installHasMtpHead": a.has_mtp_head, "installHasDflash": a.has_dflash}
                 for a in listing.aliases]}
-
-
-def store_json() -> bytes:
-    """What `tsffi_store_json` returns (ASCII JSON, as every answer)."""
-    from .jsontext import dumps
-    from .store_listing import store_listing
-    return dumps(store_listing_to_dict(store_listing())).encode("ascii")
 
 
 # tsffi_reconcile's answer. Both sides have one shape, the open's outcome:

@@ -2,7 +2,7 @@
  * the same moment (a barrier), after one build-info call has started the
  * runtime: tests/test_store.py counts how many times the library opened each
  * install's model_weights.bin (open_counter.c) -- one read per install, not
- * one per thread, is the single flight of install.py.
+ * one per thread, is the single flight of snapshots.py.
  *
  * Run: flight_host DIR [DIR...]   (thread i plans DIR number i % count)
  * Prints "plan <status>" per thread, in thread order, then "maxrss <KiB>":

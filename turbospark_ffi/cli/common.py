@@ -65,10 +65,10 @@ def write_json(data: bytes) -> int:
 
 
 def request_for(model_dir: str, options_json: str | None = None):
-    """`plan.request` for a DIR argument and an options object, made exactly
+    """`api.request` for a DIR argument and an options object, made exactly
     as the C ABI makes it for the same two arguments: DIR as the bytes a
     host would pass, so it is checked, resolved and read as there (and the
-    answer is the same bytes: wire's *_json)."""
+    answer is the same bytes: api's *_json)."""
     import os
-    from ..plan import request
+    from ..api import request
     return request(os.fsencode(model_dir), options_json)

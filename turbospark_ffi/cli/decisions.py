@@ -201,7 +201,8 @@ def option_refused(exc: Exception) -> int:
 
 def run_plan(args: argparse.Namespace) -> int:
     from ..errors import OpenRefused, OptionRefused, SpeculationRefused
-    from ..wire import plan_json, plan_to_dict
+    from ..api import plan_json
+    from ..wire import plan_to_dict
 
     options_json = options_text(args)
     try:
@@ -341,7 +342,7 @@ def warning_rows(out: Report, warnings: list[str] | tuple[str, ...]) -> None:
 
 def run_choices(args: argparse.Namespace) -> int:
     from ..errors import OpenRefused, OptionRefused
-    from ..wire import choices_json
+    from ..api import choices_json
 
     options_json = options_text(args)
     try:
@@ -355,23 +356,6 @@ def run_choices(args: argparse.Namespace) -> int:
         return option_refused(exc)
     choices_report(table, options_json, req.options.temperature is None)
     return EXIT_OK
-
-
-def short_names() -> dict:
-    """A grid cell's short name for a reason, by the reason's code
-    (PlanResult.reason_code, owned by the module that words the reason); a
-    reason without one is shown by its footnote only. The full text is
-    always listed below the grid."""
-    from .. import blockers, policy
-    # (Since ABI 4 an unreadable index is the open's refusal, not a reason,
-    # and the open never reaches the sampled arm: neither code is a cell's.)
-    return {policy.REASON_DFLASH_OPT_IN: "DFlash2 opt-in", policy.REASON_ENGINE: "engine",
-            blockers.REASON_VISION: "vision",
-            blockers.REASON_NO_MTP_HEAD: "no MTP head",
-            blockers.REASON_NO_DFLASH: "no DFlash2", blockers.REASON_MOE: "MoE",
-            blockers.REASON_NO_PROBE_LAYER: "no probe layer",
-            blockers.REASON_PROBE_ABSENT: "verify probe",
-            blockers.REASON_PROBE_DTYPE: "verify probe"}
 
 
 CELL = 24  # 8 + 24 + 24 + 23 columns: the grid fits 79
@@ -410,7 +394,7 @@ def cell(item, short: dict, notes: Footnotes) -> tuple[str, str]:
 
 def grid_lines(out: Report, items, notes: Footnotes) -> list[str]:
     from ..policy import DRAFTER_SPELLINGS
-    short = short_names()
+    from ..reasons import REASON_LABELS as short
     lines = ["", "speculation  (rows) x speculativeDrafter (columns)",
              " " * 8 + "".join(name.ljust(CELL) for name in DRAFTER_SPELLINGS).rstrip()]
     for row in range(0, len(items), 3):

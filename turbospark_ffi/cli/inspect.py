@@ -43,11 +43,13 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..wire import install_info_json, install_info_to_dict
+    from ..api import install_info_json
+    from ..jsontext import parse_json_document
     req = request_for(args.dir)
+    answer = install_info_json(req)
     if args.json:
-        return write_json(install_info_json(req))
-    info = install_info_to_dict(req.snapshot)
+        return write_json(answer)
+    info = parse_json_document(answer.decode("ascii"), "install info")
     out = Report(sys.stdout, 18)
     out.row("install", info["modelDir"], keep=(info["modelDir"],))
     arch_rows(out, info)

@@ -208,7 +208,7 @@ def say(line: str, keep: tuple[str, ...] = ()) -> None:
 
 def summary(path: str) -> None:
     """One line per install written, read back through the library's reader."""
-    from ..wire import install_info
+    from ..api import install_info
     info = install_info(path)
     if not info["indexReadable"]:  # pragma: no cover - the writer's own bug
         raise CliError(f"wrote {path}, but its index does not read back: "

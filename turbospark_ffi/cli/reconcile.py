@@ -76,16 +76,16 @@ def _side(outcome: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     import os
-    from ..reconcile import reconcile
-    from ..wire import reconcile_text, reconcile_to_dict
+    from ..api import reconcile_json
+    from ..jsontext import parse_json_document
     options = text_arg(args.options_text, "--options")
     engine = _read(args.session_info)
     # The very arguments the C ABI takes (the name as bytes), so the answer is
     # its answer: reconcile makes the one request every entry point makes.
-    result = reconcile(os.fsencode(args.dir), options, engine)
+    result = reconcile_json(os.fsencode(args.dir), options, engine)
     if args.json:
-        return write_json(reconcile_text(result).encode("ascii"))
-    answer = reconcile_to_dict(result)
+        return write_json(result)
+    answer = parse_json_document(result.decode("ascii"), "reconcile")
     out = Report(sys.stdout, 12)
     out.row("install", args.dir, keep=(args.dir,))
     out.row("options", options or "(none: the open's defaults)")

@@ -36,11 +36,12 @@ def _badge(value) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..store_listing import store_listing
-    from ..wire import store_json, store_listing_to_dict
+    from ..api import store_json
+    from ..jsontext import parse_json_document
+    answer = store_json()
     if args.json:
-        return write_json(store_json())
-    info = store_listing_to_dict(store_listing())
+        return write_json(answer)
+    info = parse_json_document(answer.decode("ascii"), "store")
     out = Report(sys.stdout, 18)
     out.row("store root", "(none)" if info["root"] is None else (info["root"] or "(empty: "
             "the current directory)"))

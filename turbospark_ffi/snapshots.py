@@ -1,8 +1,9 @@
-"""One install as the engine's open reads it -- the manifest's `arch`, the
-resident index, and (for install info) the expert layout -- read once and
-reused while the files are unchanged. Data only: what the files say, and
-the open's verdicts on them that depend on nothing else (its refusal of the
-install, the drafter state it would build); every decision is plan.py's.
+"""The install snapshots: one install as the engine's open reads it -- the
+manifest's `arch`, the resident index, and (for install info) the expert
+layout -- read once and reused while the files are unchanged. Data only:
+what the files say (or why they could not be read), with the identity they
+were read under. Nothing here decides: every verdict of the open on these
+files is plan.py's, made afresh per call (the C warm path remembers answers).
 
 A GUI re-plans every time the user touches a control. Reading and validating
 the index costs tens of microseconds to milliseconds; proving it unchanged
@@ -11,21 +12,19 @@ what `stat` says of its files, and any change to one -- replaced,
 rewritten, truncated, touched, made a symlink elsewhere -- is a new key and a
 fresh read.
 
-The cache must be invisible, and a timestamp alone is not proof: file times
-come from a coarse clock (a few milliseconds; whole seconds on some file
-systems), so a rewrite within one tick of the previous write can keep size
-and mtime. As git does with its index, a snapshot whose files were modified
-within the racy window of being read (`regular_file.settled`: 100 ms, 3 s
-for a file whose times have no nanoseconds) is not trusted, and is re-read
-on every call until the files have aged.
+The cache must be invisible, and a timestamp alone is not proof: a rewrite
+within one tick of the clock that stamps files can keep size and mtime. A
+snapshot whose files were modified within the racy window of being read
+(regular_file.py: the rule and its windows, for every reader's cache) is not
+trusted, and is re-read on every call until the files have aged.
 
 The key is `struct tsffi_file_key[TSFFI_INSTALL_FILES]` of src/tsffi_embed.c
-(one per file of `LEAVES`, in that order), as bytes: the
-library's warm path compares exactly these bytes, so inside the library the
-key is the library's own (`use_native_keys`: tsffi_install_keys, the one
-computation of it there) and an answer is offered to the warm path under the
-very key this snapshot was read with. Without the library, `python_file_keys`
-writes the same fields the same way.
+(one per file of `LEAVES`, in that order), as bytes: the library's warm path
+compares exactly these bytes, so inside the library the key is the library's
+own (`use_native_keys`: tsffi_install_keys, the one computation of it there)
+and an answer is offered to the warm path under the very key this snapshot
+was read with. Without the library, `python_file_keys` writes the same
+fields (regular_file.file_identity, framed by `ok` and `mode`).
 """
 
 from __future__ import annotations
@@ -36,20 +35,17 @@ import os
 import sys
 import time
 
-from .errors import OpenRefused, ResidentIndexError, SpeculationRefused, TurbosparkError
+from .errors import OpenRefused, ResidentIndexError, TurbosparkError
 from .expert_layout import LAYOUT_PATH, ExpertLayout, load_expert_layout
 from .manifest_arch import MANIFEST_NAME, ManifestArch, load_manifest_arch
-from .policy import DrafterChoice, SpeculativeDrafter, resolve_drafter
-from .regular_file import RACY_WINDOW_NS, settled  # one rule for every reader's cache
+from .regular_file import RACY_WINDOW_NS, file_identity, settled
 from .resident_index import ResidentIndex, load_resident_index
-from .runner_open import build_dflash, build_mtp, check_dtype_gates
 
 __all__ = ["InstallSnapshot", "snapshot", "clear_cache", "use_native_keys", "file_keys",
            "keys_in_use", "python_file_keys", "LEAVES",
-           "MAX_CACHED_INSTALLS", "MAX_MEMO", "RACY_WINDOW_NS"]
+           "MAX_CACHED_INSTALLS", "RACY_WINDOW_NS"]
 
 MAX_CACHED_INSTALLS = 64
-MAX_MEMO = 256  # derived answers kept per snapshot
 
 # The files an install's answers depend on, in the key's order (the C side's
 # tsffi_install_keys stats the same three).
@@ -73,7 +69,7 @@ def python_file_keys(model_dir: str) -> bytes:
         except ValueError:  # not representable as a C path: no file has it
             values += (0, -1, 0, 0, 0, 0, 0)
             continue
-        values += (1, s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_mode)
+        values += (1, *file_identity(s), s.st_mode)
     # C stores each as int64: the same bits (st_ino may exceed 2**63).
     return b"".join((v - _U64 if v > _I64_MAX else v).to_bytes(8, sys.byteorder, signed=True)
                     for v in values)
@@ -100,8 +96,6 @@ def keys_in_use():
     return _keys
 
 
-_MISSING = object()
-
 
 def _file_times(key: bytes) -> list[int]:
     """Every mtime and ctime of the files stat() saw."""
@@ -114,12 +108,10 @@ class InstallSnapshot:
     """What the files of one install said when they were read: the manifest's
     architecture (or the open's refusal of it), the resident index (or the
     reader's error), and the expert layout, read when install info first
-    asks. Derived answers (the drafter choice per request, the open's
-    verdicts, and whatever `memo` is given) are remembered on the snapshot,
-    so they share its lifetime and its validity."""
+    asks."""
 
     __slots__ = ("model_dir", "key", "trusted", "arch", "arch_error", "index", "index_error",
-                 "_layout", "_memo", "__weakref__")
+                 "_layout", "__weakref__")
 
     def __init__(self, model_dir: str, key: bytes, trusted: bool) -> None:
         self.model_dir = model_dir
@@ -130,7 +122,6 @@ class InstallSnapshot:
         self.index: ResidentIndex | None = None
         self.index_error: ResidentIndexError | None = None
         self._layout: tuple | None = None
-        self._memo: dict = {}
         try:
             self.arch = load_manifest_arch(model_dir)
         except OpenRefused as exc:
@@ -156,69 +147,6 @@ class InstallSnapshot:
     def layout_error(self) -> TurbosparkError | None:
         self.layout  # noqa: B018 - reads it on first use
         return self._layout[1]
-
-    def open_refusal(self) -> OpenRefused | None:
-        """The first failure of the engine's open that these files show,
-        before any drafter is built, in the open's order (TURBOSPARK_FACTS.md
-        section 10): the manifest's `arch`, then the resident index, then the
-        index-wide dtype gates. None when the open gets past them."""
-        return self.memo(("open-refusal",), self._open_refusal)
-
-    def _open_refusal(self) -> OpenRefused | None:
-        if self.arch_error is not None:
-            return self.arch_error
-        if self.index_error is not None:
-            return OpenRefused(str(self.index_error), stage="index")
-        try:
-            check_dtype_gates(self.index)
-        except OpenRefused as exc:
-            return exc.with_traceback(None)
-        return None
-
-    def builds(self, drafter: SpeculativeDrafter, fixed: bool) -> bool:
-        """Whether the open builds `drafter`'s state (MTP or DFLASH) under an
-        Auto (`fixed` False) or Fixed policy; raises OpenRefused (a fresh
-        one each time) when that build fails. Only for an install the open
-        gets past (`open_refusal()` is None)."""
-        outcome = self.memo(("builds", drafter, fixed), self._builds, drafter, fixed)
-        if isinstance(outcome, OpenRefused):
-            raise outcome.again()
-        return outcome
-
-    def _builds(self, drafter: SpeculativeDrafter, fixed: bool):
-        build = build_dflash if drafter is SpeculativeDrafter.DFLASH else build_mtp
-        try:
-            return build(self.index, self.arch, fixed)
-        except OpenRefused as exc:
-            return exc.with_traceback(None)
-
-    def memo(self, key, compute, *args):
-        """`compute(*args)`, remembered under `key` for this snapshot's
-        lifetime. A refusal (SpeculationRefused) is an answer too: remembered,
-        and raised anew each time. Bounded: a host varying its options
-        endlessly (a temperature slider) starts the memo afresh past MAX_MEMO
-        answers."""
-        memo = self._memo
-        value = memo.get(key, _MISSING)
-        if value is _MISSING:
-            # Computed outside any exception handler: a refusal raised here
-            # then carries no context, and kept without its traceback it
-            # holds no frame (and no snapshot) alive.
-            if len(memo) >= MAX_MEMO:
-                memo.clear()
-            try:
-                value = compute(*args)
-            except SpeculationRefused as exc:
-                value = exc.with_traceback(None)
-            memo[key] = value
-        if isinstance(value, SpeculationRefused):
-            raise value.again()
-        return value
-
-    def resolve_drafter(self, requested: SpeculativeDrafter) -> DrafterChoice:
-        """`policy.resolve_drafter` on this install's index, remembered."""
-        return self.memo(("drafter", requested), resolve_drafter, requested, self.index)
-
 
 
 _cache: dict[str, InstallSnapshot] = {}
@@ -309,14 +237,12 @@ def _twin(key: bytes, asked: int) -> InstallSnapshot | None:
 
 def _shared(model_dir: str, twin: InstallSnapshot) -> InstallSnapshot:
     """`twin`'s reading of the files under the name `model_dir`: the same
-    index and layout objects (no second copy), its own memo (a remembered
-    answer names the directory it read)."""
+    index and layout objects (no second copy)."""
     fresh = object.__new__(InstallSnapshot)
     for slot in InstallSnapshot.__slots__:
         if slot != "__weakref__" and hasattr(twin, slot):
             setattr(fresh, slot, getattr(twin, slot))
     fresh.model_dir = model_dir
-    fresh._memo = {}
     if twin.arch_error is not None:
         # The open's refusal of the manifest quotes its path: this name's.
         try:
