@@ -206,7 +206,7 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
     print(f"   first choices table: snapshot + table text   {stat_line(s_table)}"
           f"  ({statistics.median(s_table) / statistics.median(s_total):.2f}x the first plan)")
     # Inside load_resident_index, for the large case: the C pass against the
-    # Python passes (the fallback, and what words a refusal).
+    # Python pass (the fallback, and what words a refusal).
     if load_resident_index(weights).entry_count >= 10000:
         import turbospark_ffi.resident_index as ri
         scan = native_scan()
@@ -219,16 +219,12 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
             resident = int.from_bytes(header[8:16], "little")
             s_read = timed(lambda: os.pread(fd, count * 72, 24), reps)
             table = os.pread(fd, count * 72, 24)
-            s_ranges = timed(lambda: ri._name_ranges(table, count), reps)
-            offs, ends = ri._name_ranges(table, count)
+            s_ranges = timed(lambda: ri._name_ranges(table), reps)
+            offs, ends = ri._name_ranges(table)
             tail = os.pread(fd, max(ends) - (24 + count * 72), 24 + count * 72)
             region = header + table + tail
-            s_valid = timed(lambda: ri._all_ranges_valid(table, index_size,
-                                                         index_size + resident, offs, ends),
-                            reps)
-            s_names2 = timed(lambda: ri._validated_names(region, table, count, index_size,
-                                                         index_size + resident, offs, ends),
-                             reps)
+            s_names2 = timed(lambda: ri._validated_names(region, table, index_size,
+                                                         index_size + resident), reps)
             s_dict = timed(lambda: dict(zip(map(region.__getitem__, map(slice, offs, ends)),
                                             range(count))), reps)
             use_native_scan(None, None)
@@ -240,10 +236,9 @@ def first_plan(model_dir: Path, reps: int, label: str) -> None:
             os.close(fd)
         print(f"       inside load_resident_index ({count} entries, file {size} bytes):")
         print(f"         pread of the entry table                {stat_line(s_read)}")
-        print(f"         load_resident_index, Python passes only {stat_line(s_python)}")
-        print(f"         _name_ranges (memoryview casts)         {stat_line(s_ranges)}")
-        print(f"         _all_ranges_valid                       {stat_line(s_valid)}")
-        print(f"         _validated_names (incl. the above)      {stat_line(s_names2)}")
+        print(f"         load_resident_index, Python pass only   {stat_line(s_python)}")
+        print(f"         _name_ranges (where the names end)      {stat_line(s_ranges)}")
+        print(f"         _validated_names (check 7, one walk)    {stat_line(s_names2)}")
         print(f"           of which the name->slot dict alone    {stat_line(s_dict)}")
 
 

@@ -193,7 +193,7 @@ def test_the_plan_shows_the_resolved_drafters_text(tmp_path, arm, asked, resolve
 
 @pytest.fixture(params=["python", "c"])
 def reader(request):
-    """Both readers: the Python passes alone, and with the library's C pass
+    """Both readers: the Python pass alone, and with the library's C pass
     bound (which only accepts: every refusal must still read the same)."""
     saved = ri._native
     if request.param == "c":

@@ -32,7 +32,7 @@ STAGES = [
     "       names_containing(b'.self_attn.')",
     "   first choices table: snapshot + table text",
     "       inside load_resident_index (10000 entries",
-    "         load_resident_index, Python passes only",
+    "         load_resident_index, Python pass only",
     "3. warm call pieces (Python side only, ns per call), dense866:",
     "   _abi._speculation_plan (whole Python side)",
     "4. threads, warm calls on dense866 (50 ms each)",

@@ -28,9 +28,9 @@ from turbospark_ffi.resident_index import (ResidentIndex, install_has_dflash,
 
 @pytest.fixture(autouse=True, params=["python", "c"])
 def reader(request):
-    """Every test here runs against both readers: the Python passes alone and
+    """Every test here runs against both readers: the Python pass alone and
     the C pass the library binds in (tsffi_index_scan.c), which must accept
-    exactly what the Python passes accept and hand every refusal back to them."""
+    exactly what the Python pass accepts and hand every refusal back to it."""
     saved = ri._native
     if request.param == "c":
         ri.use_native_scan(*request.getfixturevalue("native_scan"))
@@ -761,8 +761,8 @@ def test_random_bytes_matches_reference(fuzz_path, data):
 @pytest.mark.usefixtures("name_reads")
 def test_random_names_and_entry_faults_match_reference(fuzz_path, names, faults):
     """Many-entry files with arbitrary (often invalid UTF-8, often colliding)
-    names and faults in random entries: the reader's fast path and careful
-    pass must name the same first failure as a plain in-order walk."""
+    names and faults in random entries: the reader must name the same first
+    failure as a plain in-order walk."""
     data = raw_index(names, planes={k: ((0, 4), (4, 4)) for k in range(len(names))})
     for k, what in faults:
         if k < len(names):
@@ -771,7 +771,7 @@ def test_random_names_and_entry_faults_match_reference(fuzz_path, names, faults)
 
 
 # --------------------------------------------------------------------------
-# The C pass against the Python passes, directly: same verdict, same names,
+# The C pass against the Python pass, directly: same verdict, same names,
 # same lookups; and proof that the C pass is the one that answered.
 
 def _both_verdicts(path, data, native):
@@ -877,7 +877,7 @@ def test_c_pass_and_python_passes_agree(fuzz_path, native_scan, names, faults, m
 
 @pytest.mark.parametrize("where, by_c", [
     ("in the entry table", True),      # the C pass reads it from the header + table
-    ("straddling the table's end", False),  # handed back to the Python passes
+    ("straddling the table's end", False),  # handed back to the Python pass
 ])
 def test_names_inside_the_index_region_but_not_the_string_table(tmp_path, native_scan,
                                                                  where, by_c):
@@ -900,7 +900,7 @@ def test_names_inside_the_index_region_but_not_the_string_table(tmp_path, native
 
 # --------------------------------------------------------------------------
 # What the C pass answers beside the names (the presence tensors' slots, the
-# first self-attention layer), against the Python passes and the plain rule,
+# first self-attention layer), against the Python pass and the plain rule,
 # on names built to sit on every edge of the rule.
 
 NAME_PIECES = st.tuples(
@@ -934,7 +934,7 @@ FACT_CASES = [
      (False, False, None), True),
     ([b"language_model.model.layers.4.self_attn.self_attn.", b"mtp.fc.weight",
       b"dflash.fc.weight"], (True, True, 4), True),
-    # A number past int64: the Python passes answer, exactly.
+    # A number past int64: the Python pass answers, exactly.
     ([b"language_model.model.layers.99999999999999999999.self_attn.q"],
      (False, False, 99999999999999999999), False),
     ([], (False, False, None), True),

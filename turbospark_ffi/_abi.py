@@ -101,7 +101,7 @@ def _install_keys(ffi, lib):
 def _index_scan(ffi, lib):
     """The C pass of the resident index's check 7 as a plain callable for the
     reader (resident_index.use_native_scan says what it returns), or None
-    from it to let the Python passes decide and word the failure."""
+    from it to let the Python pass decide and word the failure."""
     new, buffer, scan = ffi.new, ffi.buffer, lib.tsffi_index_scan
     # The names' buffer is written whole by the pass before any of it is
     # read: not zeroed first (4 MB at 100,000 entries).
