@@ -60,6 +60,11 @@ def bind(ffi, lib) -> None:
     # changing the install's files: the warm path must forget its answers.
     from . import reconcile_memory
     reconcile_memory.use_on_change(lib.tsffi_cache_new_epoch)
+    # The calls' modules, imported here, on the start-up thread's 8 MiB stack
+    # (src/tsffi_embed.c): nested imports use the C stack, and a first plan
+    # from a host thread of 16 KiB importing them itself died with SIGSEGV
+    # (tests/test_runtime_start.py). Every call but build info needs them.
+    from . import api, plan, wire  # noqa: F401
 
 
 def _loaded_environment(ffi, lib):
