@@ -198,26 +198,29 @@ def real_size_layout(experts: int = 256, layers: int = 40, layers_first: bool = 
     return json.dumps(doc, indent=2).encode()
 
 
-def rewrite_manifest(model_dir: Path) -> None:
-    from turbospark_ffi import install_writer
-    files = [model_dir / "model_weights.bin", model_dir / "packed_experts" / "layout.json"]
-    writer = getattr(install_writer, "_write_manifest", None)
-    if writer is not None:
-        writer(model_dir, files)
-
-
 def copy_install(src: Path, dst: Path) -> Path:
-    """A distinct copy (new inodes, new times) of a non-sparse install."""
+    """A distinct copy (new inodes, new times) of a non-sparse install, with
+    a manifest of its own: another install's `modelID`. Two real installs
+    never share a manifest's text (it names the model and digests its
+    files), and a reader that remembered manifests by their text answered
+    every copy after the first from memory: a first plan no real unseen
+    install gets (issue 41, docs/performance.md)."""
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(src, dst, copy_function=shutil.copyfile)
+    manifest = dst / "manifest.json"
+    if manifest.is_file():
+        doc = json.loads(manifest.read_text())
+        doc["modelID"] = f"bench/{dst.parent.name}/{dst.name}"
+        manifest.write_text(json.dumps(doc, indent=2) + "\n")
     return dst
 
 
 def write_installs(cfg: dict, rows: set[int]) -> dict:
     """Every install the rows need. Fresh copies are distinct directories the
     library has never planned; each host process sees each copy once."""
-    from turbospark_ffi.install_writer import expert_layout_json, write_install
+    from turbospark_ffi.install_writer import (expert_layout_json, rewrite_manifest,
+                                               write_install)
     if INSTALLS.exists():
         shutil.rmtree(INSTALLS)
     INSTALLS.mkdir(parents=True)
@@ -259,7 +262,10 @@ def write_installs(cfg: dict, rows: set[int]) -> dict:
         rewrite_manifest(moe)
         dense = copy_install(moe, INSTALLS / "moe_dense_layout")
         (dense / "packed_experts" / "layout.json").write_bytes(expert_layout_json(0, 0))
-        rewrite_manifest(dense)
+        # Dense in the manifest too: since ABI 4 the open takes the expert
+        # count from the manifest's arch, not the layout, and native_plan
+        # (the layout's reader) must agree with it on this twin.
+        rewrite_manifest(dense, experts=0)
         lf = copy_install(moe, INSTALLS / "moe_layers_first")
         (lf / "packed_experts" / "layout.json").write_bytes(real_size_layout(layers_first=True))
         rewrite_manifest(lf)

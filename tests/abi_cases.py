@@ -7,11 +7,11 @@ A case names the function, the install it runs against (a shape from INSTALLS),
 the options JSON (bytes; None is a NULL pointer), the expected status (by its
 header name) and either the expected JSON (exactly, with `Has(...)` where the
 text is the library's own wording rather than the contract's) or the expected
-last-error message (exactly for the seed's messages, by required substrings
+last-error message (exactly for the original module's messages, by required substrings
 for the library's own wording: the key, the value received, what is accepted).
 
-Expected texts are written out here, copied from the seed (the engine's
-speculation policy, transcribed in tests/seed_texts.py), from the engine
+Expected texts are written out here, copied from the original module (the engine's
+speculation policy, transcribed in tests/original_texts.py), from the engine
 around it (its blocker functions and its reader, transcribed in
 tests/engine_texts.py) and docs/ENGINE.md section 5, never computed
 by the package under test; test_table_constants_are_the_packages cross-checks
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # ---------------------------------------------------------------------------
-# The seed's messages, verbatim.
+# The original module's messages, verbatim.
 
-from seed_texts import DFLASH_NOTE, REFUSAL_PREFIX, SAMPLED_REASON  # noqa: E402,F401
+from original_texts import DFLASH_NOTE, REFUSAL_PREFIX, SAMPLED_REASON  # noqa: E402,F401
 from engine_texts import ENGINE, ENGINE_VERSION, blocker, corrupt, io_failed  # noqa: E402
 VISION_BLOCKER = "the vision tower is active"
 # A blocker with non-ASCII text: the message must come back as UTF-8, verbatim.
@@ -36,12 +36,12 @@ UTF8_BLOCKER = "la t\u00eate de vision est active \u2014 \u00e9t\u00e9"
 
 
 def out_of_range(n: int) -> str:
-    """The seed's own range refusal (resolve_speculation's arm), which a
+    """The original module's own range refusal (resolve_speculation's arm), which a
     Python caller still gets for `Speculation.block(16)`."""
     return f"{REFUSAL_PREFIX}block {n} is outside allowed range 1..=15"
 
 
-# A call that is refused (TSFFI_ERR_REFUSED) with a known message of the seed's:
+# A call that is refused (TSFFI_ERR_REFUSED) with a known message of the original module's:
 # the hosts' last-error tests use it as their failing call.
 REFUSED_OPTIONS = b'{"speculativeDrafter": "dflash", "tsffi": {"temperature": 0.7}, "speculation": 2}'
 REFUSED_MESSAGE = REFUSAL_PREFIX + SAMPLED_REASON
@@ -274,7 +274,7 @@ CASES: list[Case] = [
     Case("build-info-null-out", "build_info", "TSFFI_ERR_INVALID_ARGUMENT", null_out=True,
          message=Has("out_json")),
 
-    # ----- tsffi_resolve_speculation: the seed's arms without an install
+    # ----- tsffi_resolve_speculation: the original module's arms without an install
     Case("spec-null-options", "resolve_speculation", "TSFFI_OK", options=NULL,
          json=_spec(2, "mtp")),
     Case("spec-empty-options", "resolve_speculation", "TSFFI_OK", options=b"",
@@ -1048,7 +1048,7 @@ def runtime_calls(paths: dict[str, Path]) -> list[Call]:
 
 # ---------------------------------------------------------------------------
 # The table as JSON, for a host that cannot import this module (the Swift
-# tests): the seed's texts, the header's status codes, the install names
+# tests): the original module's texts, the header's status codes, the install names
 # (written by materialize) and every case. Byte arguments are
 # {"null": true} (a NULL pointer), {"text": ...} (UTF-8 without a NUL) or
 # {"hex": ...}; expectations are tagged, {"has": [parts]}, {"subset": {...}},
@@ -1099,7 +1099,7 @@ def table_json(header: Path) -> dict:
     statuses = {name: value for name, value in header_codes(header).items()
                 if name == "TSFFI_OK" or name.startswith("TSFFI_ERR_")}
     return {
-        "seed": {"dflashNote": DFLASH_NOTE, "sampledReason": SAMPLED_REASON,
+        "originalModule": {"dflashNote": DFLASH_NOTE, "sampledReason": SAMPLED_REASON,
                  "refusalPrefix": REFUSAL_PREFIX, "visionBlocker": VISION_BLOCKER,
                  "utf8Blocker": UTF8_BLOCKER},
         "engine": {"engine": ENGINE, "engineVersion": ENGINE_VERSION, "noHead": NO_HEAD},

@@ -1,7 +1,7 @@
 """The engine's messages, transcribed once from
 ../shared/reference/TURBOSPARK_FACTS.md sections 1, 4 and 10-12 (the blockers of
 revision 22f47a2, the open of 0a45c54, the manifest of 54bc43a), the way
-tests/seed_texts.py holds the original module's. Copied, not
+tests/original_texts.py holds the original module's. Copied, not
 imported from the package, so a test fails when the package's text drifts
 from the engine's; every test that names one of these texts imports it from
 here.

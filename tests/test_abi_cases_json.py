@@ -11,7 +11,7 @@ import sys
 
 import abi_cases
 import engine_texts
-import seed_texts
+import original_texts
 from abi_cases import CASES, CONTRACT_CODES, INSTALLS, UNSET, Chain, Has, Subset
 from conftest import HEADER, ROOT
 
@@ -48,9 +48,9 @@ def test_the_export_reads_back_as_the_table():
     table = json.loads(json.dumps(abi_cases.table_json(HEADER)))
     assert table["statuses"] == CONTRACT_CODES
     assert table["installs"] == list(INSTALLS)
-    assert table["seed"]["dflashNote"] == seed_texts.DFLASH_NOTE
-    assert table["seed"]["sampledReason"] == seed_texts.SAMPLED_REASON
-    assert table["seed"]["refusalPrefix"] == seed_texts.REFUSAL_PREFIX
+    assert table["originalModule"]["dflashNote"] == original_texts.DFLASH_NOTE
+    assert table["originalModule"]["sampledReason"] == original_texts.SAMPLED_REASON
+    assert table["originalModule"]["refusalPrefix"] == original_texts.REFUSAL_PREFIX
     assert table["engine"] == {"engine": engine_texts.ENGINE,
                                "engineVersion": engine_texts.ENGINE_VERSION,
                                "noHead": engine_texts.blocker("mtp", "no-drafter")}

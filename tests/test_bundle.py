@@ -559,7 +559,7 @@ def test_host_answers_through_the_moved_bundle(host_run, installs):
     assert drafter["note"] == DFLASH_AUTO_NOTE  # verbatim
     plan = json.loads(recs["plan_auto"][1])
     assert plan["drafter"]["note"] == DFLASH_AUTO_NOTE
-    # The refusal: the seed's message, exactly what the Python API raises.
+    # The refusal: the original module's message, exactly what the Python API raises.
     with pytest.raises(SpeculationRefused) as refused:
         speculation_plan(str(dflash), parse_options('{"speculation": 2}'))
     assert recs["plan_2"] == (CODES["TSFFI_ERR_REFUSED"], str(refused.value))

@@ -20,14 +20,14 @@ import pytest
 
 import abi_cases
 from engine_texts import blocker, corrupt
-from seed_texts import DFLASH_NOTE, REFUSAL_PREFIX, SAMPLED_REASON
+from original_texts import DFLASH_NOTE, REFUSAL_PREFIX, SAMPLED_REASON
 
 SPECULATIONS = ["auto", "off", *range(1, 16)]
 DRAFTERS = ["auto", "mtp", "dflash"]
 
 VISION = "the vision tower is active"
 
-# The reasons, each from its one home: the seed's (seed_texts.py) where it
+# The reasons, each from its one home: the original module's (original_texts.py) where it
 # has them; the engine's otherwise (engine_texts.py): the blocker function of
 # the drafter the item resolves to, and the reader.
 REASONS = {

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from engine_texts import blocker
-from seed_texts import DFLASH_NOTE
+from original_texts import DFLASH_NOTE
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "turbospark_ffi" / "samples"

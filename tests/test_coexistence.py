@@ -36,7 +36,7 @@ import engine_standin
 from abi_cases import CASES
 from conftest import C_FLAGS, HEADER, LIBRARY, compile_c_host
 from engine_standin import ENGINE_ARCHIVE, ENGINE_LINK_NAME, STANDIN_DIR
-from seed_texts import DFLASH_NOTE
+from original_texts import DFLASH_NOTE
 from turbospark_ffi.native import LINK_NAME, library_name
 
 C_DIR = Path(__file__).resolve().parent / "c"

@@ -31,7 +31,7 @@ import pytest
 
 import engine_standin
 from conftest import HEADER, LIBRARY, ROOT
-from seed_texts import DFLASH_NOTE, REFUSAL_PREFIX
+from original_texts import DFLASH_NOTE, REFUSAL_PREFIX
 from turbospark_ffi.native import library_name
 
 APP = ROOT / "swift" / "Fixtures" / "EngineApp"

@@ -28,7 +28,7 @@ from engine_texts import (CORRUPT, ENGINE, ENGINE_VERSION, MOE_MARKER, blocker, 
 from installs import (ENTRY, HEADER, U64_MAX, base_file, dflash_specs, get_entry, get_header,
                       mtp_specs, raw_index, set_entry, set_header, shape_of,
                       write_bytes, write_custom_install)
-from seed_texts import REFUSAL_PREFIX
+from original_texts import REFUSAL_PREFIX
 from turbospark_ffi.errors import OpenRefused, ResidentIndexError, SpeculationRefused
 from turbospark_ffi.snapshots import clear_cache, snapshot
 from turbospark_ffi.install_writer import trunk_tensors, write_install
@@ -413,8 +413,8 @@ def _reader_install(case):
     return write
 
 
-def _seed_texts():
-    from seed_texts import DFLASH_NOTE, SAMPLED_REASON
+def _original_texts():
+    from original_texts import DFLASH_NOTE, SAMPLED_REASON
     return {DFLASH_NOTE, SAMPLED_REASON}
 
 
@@ -461,4 +461,4 @@ def test_every_text_shown_is_the_seeds_or_the_engines(tmp_path, name):
     write, engine = DONE_WHEN[name]
     shown = _shown(write(tmp_path))
     assert engine <= shown, (name, engine - shown)
-    assert shown <= engine | _seed_texts(), (name, shown - engine - _seed_texts())
+    assert shown <= engine | _original_texts(), (name, shown - engine - _original_texts())

@@ -20,7 +20,7 @@ here until it is given a layer.
                                     the install's files: the reader, the
                                     layout, model names, the store's rows,
                                     the manifest's `arch`
-    3  policy, turn                 the seed's types and three decisions; the
+    3  policy, turn                 the original module's types and three decisions; the
                                     turn's gate
     4  options, blockers, runner_open
                                     option keys to the policy's typed requests;

@@ -19,7 +19,7 @@ from turbospark_ffi.policy import DFLASH_AUTO_NOTE, SAMPLED_BLOCK_DRAFTER_REASON
 from turbospark_ffi.jsontext import dumps
 from turbospark_ffi.wire import plan_to_dict
 
-from seed_texts import DFLASH_NOTE as NOTE, REFUSAL_PREFIX as PREFIX, SAMPLED_REASON as SAMPLED
+from original_texts import DFLASH_NOTE as NOTE, REFUSAL_PREFIX as PREFIX, SAMPLED_REASON as SAMPLED
 
 
 def test_package_texts_are_the_seeds():
@@ -232,8 +232,8 @@ def test_out_of_range_block_is_the_opens_refusal(installs, shape, options, shown
 @pytest.mark.parametrize("shape", ["mtp", "moe", "none"])
 @pytest.mark.parametrize("n", [0, 16, 2**32 - 1])
 def test_a_python_caller_building_the_block_gets_the_seeds_own_refusal(installs, shape, n):
-    """The seed's range arm, for a caller who builds Speculation.block(n)
-    directly: it comes after any blocker, as the seed orders it."""
+    """The original module's range arm, for a caller who builds Speculation.block(n)
+    directly: it comes after any blocker, as the original module orders it."""
     from turbospark_ffi.options import Options
     from turbospark_ffi.policy import Speculation
     with pytest.raises(SpeculationRefused) as info:

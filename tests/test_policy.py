@@ -1,7 +1,7 @@
-"""The seed's three decisions -- resolve_drafter, draft_policies,
-resolve_speculation -- branch by branch, with the seed's own
+"""The original module's three decisions -- resolve_drafter, draft_policies,
+resolve_speculation -- branch by branch, with the original module's own
 messages written out here verbatim (NOT imported from the package: the point
-is to compare the package against the seed's text).
+is to compare the package against the original module's text).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from turbospark_ffi.policy import (ALLOWED_SPECULATION_BLOCKS, DEFAULT_SPECULATI
 from turbospark_ffi.errors import ResidentIndexError
 from turbospark_ffi.resident_index import load_resident_index
 
-from seed_texts import DFLASH_NOTE as NOTE, REFUSAL_PREFIX as PREFIX, SAMPLED_REASON as SAMPLED
+from original_texts import DFLASH_NOTE as NOTE, REFUSAL_PREFIX as PREFIX, SAMPLED_REASON as SAMPLED
 
 AUTO, OFF, B = Speculation.AUTO, Speculation.OFF, Speculation.block
 D_AUTO, D_MTP, D_DFLASH = SpeculativeDrafter.AUTO, SpeculativeDrafter.MTP, SpeculativeDrafter.DFLASH
@@ -40,7 +40,7 @@ def test_constants_are_the_engines():
 
 def index_of(model_dir):
     """The install's index as the snapshot reads it: None when unreadable
-    (the seed's `load_resident_index(...).ok()`)."""
+    (the original module's `load_resident_index(...).ok()`)."""
     try:
         return load_resident_index(model_dir / "model_weights.bin")
     except ResidentIndexError:
@@ -149,7 +149,7 @@ POLICY_TABLE = [
     ("mtp auto", C(D_MTP, True, False), AUTO, M_AUTO, F_OFF),
     ("mtp block", C(D_MTP, True, False), B(2), M_FIX(2), F_OFF),
     ("mtp block 3", C(D_MTP, True, True), B(3), M_FIX(3), F_OFF),
-    # The seed does not range-check here: resolve_speculation does.
+    # The original module does not range-check here: resolve_speculation does.
     ("mtp block 0", C(D_MTP, True, False), B(0), M_FIX(0), F_OFF),
     ("mtp block 16", C(D_MTP, True, False), B(16), M_FIX(16), F_OFF),
     ("mtp block u32max", C(D_MTP, True, False), B(2**32 - 1), M_FIX(2**32 - 1), F_OFF),
@@ -182,9 +182,9 @@ POLICY_TABLE = [
     ("dflash unknown auto", C(D_DFLASH, None, None), AUTO, M_OFF, F_AUTO),
     # The DFlash2 arm asks about ITS drafter: a missing MTP head is irrelevant.
     ("dflash, mtp false", C(D_DFLASH, False, None), B(3), M_OFF, F_FIX(3)),
-    # The seed's DFlash2 arm does not look at the note.
+    # The original module's DFlash2 arm does not look at the note.
     ("dflash with note", C(D_DFLASH, False, True, NOTE), B(2), M_OFF, F_FIX(2)),
-    # --- AUTO cannot reach here in the seed; it shares the DFlash2 arm.
+    # --- AUTO cannot reach here in the original module; it shares the DFlash2 arm.
     ("auto shares dflash arm block", C(D_AUTO, True, True), B(3), M_OFF, F_FIX(3)),
     ("auto shares dflash arm auto", C(D_AUTO, True, True), AUTO, M_OFF, F_AUTO),
     ("auto shares dflash headless", C(D_AUTO, True, False), B(3), M_OFF, F_OFF),
@@ -314,7 +314,7 @@ def test_disabled_reason_none_and_empty_are_different():
 
 
 # --------------------------------------------------------------------------
-# The three decisions in the seed's order, on real installs.
+# The three decisions in the original module's order, on real installs.
 
 E2E_TABLE = [
     # (requested drafter, install, speculation, deterministic) -> outcome, value
@@ -335,8 +335,8 @@ E2E_TABLE = [
                          E2E_TABLE)
 def test_three_decisions_in_order(install_dirs, requested, shape, speculation,
                                   deterministic, outcome, value):
-    """The seed's flow with no engine blocker other than the note (which the
-    seed prefers over the engine's own reason)."""
+    """The original module's flow with no engine blocker other than the note
+    (which it prefers over the engine's own reason)."""
     choice = resolve(requested, install_dirs[shape])
     assert (choice.note is not None) is (shape == "dflash" and requested is D_AUTO)
     draft_policies(choice, speculation)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LIBRARY, ROOT
-from seed_texts import DFLASH_NOTE
+from original_texts import DFLASH_NOTE
 
 README = ROOT / "README.md"
 # The pages whose blocks are run and whose links are followed: the front door
@@ -33,7 +33,7 @@ PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = ("sh", "c", "swift", "python")
 TIMEOUT = 900
 
-NOTE = DFLASH_NOTE  # the seed's text, transcribed once
+NOTE = DFLASH_NOTE  # the original module's text, transcribed once
 LIBRARY_FILE = LIBRARY.name
 NOTE_IN_JSON = json.dumps(NOTE)[1:-1]
 

@@ -31,7 +31,7 @@ import pytest
 
 from conftest import LIBRARY, ROOT
 from engine_texts import io_failed
-from seed_texts import REFUSAL_PREFIX, SAMPLED_REASON
+from original_texts import REFUSAL_PREFIX, SAMPLED_REASON
 from test_reliability_inputs import (CODES, HOST_TIMEOUT, MTP_CHOICE,  # noqa: F401
                                      PREV, assert_canary, assert_signals_untouched, drivers,
                                      run_as_unprivileged_reader, run_host, script_line,
@@ -49,7 +49,7 @@ PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHas
                                "speculate)"},
             "source": "preview", "ignoredKeys": ["hostOnly"], "warnings": []}
 # A refusal with a known message: a named block under DFlash2 on a sampled run
-# (the seed's texts, from their one home).
+# (the original module's texts, from their one home).
 REFUSED_SAMPLED = REFUSAL_PREFIX + SAMPLED_REASON
 REFUSED_OPTIONS = b'{"speculativeDrafter": "dflash", "speculation": 2, "tsffi": {"temperature": 0.7}}'
 FUNCTIONS = ("build_info", "resolve_drafter", "draft_policies", "resolve_speculation",

@@ -413,7 +413,7 @@ _PLAN_MTP = {"drafter": {"drafter": "mtp", "installHasMtpHead": True, "installHa
                                 "default): it decodes sequentially (send temperature 0 to "
                                 "speculate)"},
              "source": "preview", "ignoredKeys": [], "warnings": []}
-from seed_texts import REFUSAL_PREFIX as REFUSED, SAMPLED_REASON as SAMPLED  # noqa: E402
+from original_texts import REFUSAL_PREFIX as REFUSED, SAMPLED_REASON as SAMPLED  # noqa: E402
 
 SPECIFIC_CASES = [
     # NULL for each pointer, every function

@@ -34,6 +34,7 @@ __all__ = [
     "dflash_tensors",
     "arch_for",
     "manifest_json",
+    "rewrite_manifest",
     "encode_index",
     "write_install",
     "SAMPLE_SHAPES",
@@ -341,6 +342,23 @@ def _write_manifest(model_dir: Path, files: list[Path], arch: dict, *, experts: 
                                                      "sha256": digest.hexdigest()}
     (model_dir / "manifest.json").write_text(manifest_json(arch, entries, experts=experts,
                                                           layers=layers))
+
+
+def rewrite_manifest(model_dir: str | os.PathLike, *, experts: int | None = None) -> None:
+    """Write `manifest.json` anew for the install's files as they are now
+    (their sizes and digests), keeping its `arch` and expert counts, or
+    routing to `experts` (0: dense) when given: after a caller replaced the
+    index or the layout (the bench's real-size MoE layout and its dense twin)."""
+    model_dir = Path(model_dir)
+    old = json.loads((model_dir / "manifest.json").read_text())
+    arch, layers = old["arch"], old["numLayers"]
+    if experts is None:
+        experts = old["expertsPerLayer"]
+    else:
+        arch = {**arch, "numExperts": experts}
+        layers = layers if experts else 0
+    files = [model_dir / "model_weights.bin", model_dir / "packed_experts" / "layout.json"]
+    _write_manifest(model_dir, files, arch, experts=experts, layers=layers)
 
 
 # The four install shapes the policy tells apart, at the real dense 27B's

@@ -4,7 +4,7 @@ import Foundation
 /// encoding): the one table of C-ABI cases the C host, the ctypes host and
 /// these tests run.
 struct ABITable: Decodable {
-    struct Seed: Decodable {
+    struct OriginalModule: Decodable {
         let dflashNote: String
         let sampledReason: String
         let refusalPrefix: String
@@ -12,7 +12,7 @@ struct ABITable: Decodable {
         let utf8Blocker: String
     }
 
-    /// The engine around the seed (tests/engine_texts.py): its name, its
+    /// The engine around the original module (tests/engine_texts.py): its name, its
     /// version, and its MTP runner's text for an install without a head.
     struct Engine: Decodable {
         let engine: String
@@ -66,7 +66,7 @@ struct ABITable: Decodable {
         let message: Expected?
     }
 
-    let seed: Seed
+    let originalModule: OriginalModule
     let engine: Engine
     /// Header macro name -> value, as the project's one reader of the header
     /// (turbospark_ffi.native.header_constants) reads it.

@@ -24,7 +24,7 @@ enum Fixtures {
     static let python: String = ProcessInfo.processInfo.environment["TURBOSPARK_PYTHON"] ?? "python3"
 
     /// The shared ABI case table (tests/abi_cases.py), as swift/run-tests.sh
-    /// exports it to the file TURBOSPARK_ABI_CASES names: the seed's texts,
+    /// exports it to the file TURBOSPARK_ABI_CASES names: the original module's texts,
     /// the header's status codes and every case the C and ctypes hosts run.
     static let table: ABITable = {
         guard let path = ProcessInfo.processInfo.environment["TURBOSPARK_ABI_CASES"], !path.isEmpty else {
@@ -38,14 +38,14 @@ enum Fixtures {
         }
     }()
 
-    /// The seed's note, verbatim (turbospark-runtime 0.3.0, resolve_drafter).
-    static var dflashAutoNote: String { table.seed.dflashNote }
+    /// The original module's note, verbatim (turbospark-runtime 0.3.0, resolve_drafter).
+    static var dflashAutoNote: String { table.originalModule.dflashNote }
 
-    /// The seed's refusal prefix for a named block that cannot be served.
-    static var refusalPrefix: String { table.seed.refusalPrefix }
+    /// The original module's refusal prefix for a named block that cannot be served.
+    static var refusalPrefix: String { table.originalModule.refusalPrefix }
 
-    /// The seed's reason the block drafter cannot serve a sampled run.
-    static var sampledReason: String { table.seed.sampledReason }
+    /// The original module's reason the block drafter cannot serve a sampled run.
+    static var sampledReason: String { table.originalModule.sampledReason }
 
     /// The engine's MTP runner's text for an install without a head, verbatim.
     static var noHead: String { table.engine.noHead }

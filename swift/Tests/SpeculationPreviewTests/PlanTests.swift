@@ -85,7 +85,7 @@ import SpeculationPreview
 
     /// ABI 4: the temperature is the TURN's. The session is the open's
     /// answer, greedy assumed, whatever it says (DFlash2 at 0.7 drafts); the
-    /// turn says the turns will not speculate. Only the seed's own step
+    /// turn says the turns will not speculate. Only the original module's own step
     /// function, tsffi_resolve_speculation, keeps the engine CLI's sampled
     /// rule.
     @Test func aSampledTurnLeavesTheSessionAsTheOpenDecidesIt() throws {

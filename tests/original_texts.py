@@ -1,7 +1,7 @@
-"""The seed's messages, transcribed once from its Rust string literals (a
+"""The original module's messages, transcribed once from its Rust string literals (a
 trailing `\\` continues the literal and drops the next line's leading
 whitespace). Copied, not imported from the package, so a test fails when the
-package's text drifts from the seed's."""
+package's text drifts from the original module's."""
 
 DFLASH_NOTE = (
     "this install carries a DFlash2 drafter, which auto leaves OFF: measured "
