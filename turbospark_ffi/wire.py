@@ -101,12 +101,12 @@ def turn_text(turn) -> str:
                     _string(turn.reason))
 
 
-def _plan_text(texts: dict, parts: tuple, tail: tuple[str, ...], source: str = "preview") -> str:
-    """A plan of `parts` (plan.decide's). `texts` remembers each part's text
-    by the part's identity: within one table the choices are the snapshot's
-    own three, and equal policies and speculations recur across rows."""
-    choice, policies, speculation = parts[:3]
-    the_turn = parts[4]
+def _plan_text(texts: dict, choice: DrafterChoice, policies: DraftPolicies,
+               speculation: SpeculationPlan, the_turn, tail: tuple[str, ...],
+               source: str = "preview") -> str:
+    """A plan of these parts. `texts` remembers each part's text for one
+    call: within one table the choices are the table's own three, and equal
+    policies and speculations recur across rows."""
     choice_json = texts.get(id(choice))
     if choice_json is None:
         choice_json = texts[id(choice)] = choice_text(choice)
@@ -138,8 +138,7 @@ def _tail(ignored_keys: tuple[str, ...], warnings: tuple[str, ...],
 
 def plan_text(result: PlanResult) -> str:
     """What tsffi_speculation_plan returns for the plan `result`."""
-    return _plan_text({}, (result.choice, result.policies, result.speculation, None,
-                           result.turn),
+    return _plan_text({}, result.choice, result.policies, result.speculation, result.turn,
                       _tail(result.ignored_keys, result.warnings, result.model_dir),
                       result.source)
 
@@ -182,7 +181,9 @@ def choices_text(items: list[tuple], model_dir: str, install: DrafterChoice,
         else:
             plan, status, error = texts.get(id(parts)), STATUS_OK, "null"
             if plan is None:
-                plan = texts[id(parts)] = _plan_text(texts, parts, ())
+                choice, policies, speculation_plan, _code, the_turn = parts
+                plan = texts[id(parts)] = _plan_text(texts, choice, policies, speculation_plan,
+                                                     the_turn, ())
         rendered.append(_ITEM % (value, drafters[drafter], status, plan, error,
                                  _FLAG[selected]))
     ignored, warnings, model_dir_json = _tail(options.ignored_keys, options.warnings, model_dir)
