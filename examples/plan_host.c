@@ -32,30 +32,24 @@ static void print_last_error(const char *what, int32_t status) {
     free(msg);
 }
 
-/* The plan's "warnings" array, when it holds any: hints about keys the open
- * ignores (a likely typo, a key that moved into "tsffi"). The header fixes
- * the plan's key order, "warnings" right before "modelDir", and a string
- * inside it is JSON-escaped, so the text between the two is the array. */
-static void print_warnings(const char *plan) {
-    const char *start = strstr(plan, ",\"warnings\":");
-    const char *end = start != NULL ? strstr(start, ",\"modelDir\":") : NULL;
+/* One member of the plan, printed as `label: value`: the header fixes the
+ * plan's key order and a string inside a member is JSON-escaped, so the text
+ * between ,"key": and the next member's ,"next": is the member's value. An
+ * empty array (no warnings) says nothing and is not printed. */
+static void print_member(const char *plan, const char *label, const char *key,
+                         const char *next) {
+    char open[32], close[32];
+    const char *start, *end;
+    snprintf(open, sizeof open, ",\"%s\":", key);
+    snprintf(close, sizeof close, ",\"%s\":", next);
+    start = strstr(plan, open);
+    end = start != NULL ? strstr(start, close) : NULL;
     if (start == NULL || end == NULL)
         return;
-    start += strlen(",\"warnings\":");
-    if (end - start > 2)
-        printf("  warnings: %.*s\n", (int)(end - start), start);
-}
-
-/* The plan's "turn" object: the header fixes it between "speculation" and
- * "ignoredKeys", and a string inside it is JSON-escaped, so the text between
- * the two keys is the object ({"temperature", "speculates", "reason"}). */
-static void print_turn(const char *plan) {
-    const char *start = strstr(plan, ",\"turn\":");
-    const char *end = start != NULL ? strstr(start, ",\"ignoredKeys\":") : NULL;
-    if (start == NULL || end == NULL)
+    start += strlen(open);
+    if (end - start == 2 && strncmp(start, "[]", 2) == 0)
         return;
-    start += strlen(",\"turn\":");
-    printf("  turn: %.*s\n", (int)(end - start), start);
+    printf("  %s: %.*s\n", label, (int)(end - start), start);
 }
 
 static const char *failure_name(int32_t status) {
@@ -88,8 +82,11 @@ int main(int argc, char **argv) {
         printf("%s\n", argv[i]);
         if (status == TSFFI_OK) {
             printf("  plan: %s\n", plan);
-            print_turn(plan);
-            print_warnings(plan);
+            /* The turn: whether a turn at the host's temperature speculates. */
+            print_member(plan, "turn", "turn", "source");
+            /* Hints about keys the open ignores (a likely typo, a key that
+             * moved into "tsffi"): nothing was refused. */
+            print_member(plan, "warnings", "warnings", "modelDir");
         } else {
             print_last_error(failure_name(status), status);
         }
