@@ -9,7 +9,7 @@ is this table, the texts in engine_texts.py, and their tests.
 
 from __future__ import annotations
 
-__all__ = ["ENGINE", "ENGINE_VERSION", "REVISIONS", "revisions"]
+__all__ = ["ENGINE", "ENGINE_VERSION", "REVISIONS", "revisions", "mirrored_revision"]
 
 ENGINE = "turbospark-runtime"
 # The published crate whose speculation policy (the original module) this
@@ -33,3 +33,10 @@ REVISIONS = (
 def revisions() -> dict[str, str]:
     """The table as build info reports it ("engineRevisions")."""
     return dict(REVISIONS)
+
+
+def mirrored_revision() -> dict:
+    """The engine this preview mirrors, as build info and tsffi_reconcile
+    report it: the engine, its policy's version and the revision of each
+    rule."""
+    return {"engine": ENGINE, "engineVersion": ENGINE_VERSION, "engineRevisions": revisions()}

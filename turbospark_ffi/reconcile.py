@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 
+from .engine_revision import mirrored_revision
 from .errors import InvalidArgument, JsonArgumentError, SpeculationRefused, TurbosparkError
 from .options import Options
 from .plan import request
 from .reconcile_memory import (Outcome, Reconciliation, differences, disagreement_warning,
-                               forget, mirrored_revision, read_engine_json, remember)
+                               forget, read_engine_json, remember)
 
 __all__ = ["reconcile"]
 

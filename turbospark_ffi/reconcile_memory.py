@@ -28,11 +28,12 @@ from __future__ import annotations
 import _thread
 
 from ._value import Value
-from .engine_revision import ENGINE, ENGINE_VERSION, revisions
+from .engine_revision import ENGINE, ENGINE_VERSION
 from .errors import InvalidArgument, JsonArgumentError
+from .policy import ALLOWED_SPECULATION_BLOCKS
 
 __all__ = ["Outcome", "Reconciliation", "read_engine_json", "differences",
-           "disagreement_warning", "mirrored_revision", "remember", "forget", "reported",
+           "disagreement_warning", "remember", "forget", "reported",
            "use_on_change", "options_key", "clear", "MAX_REMEMBERED", "MAX_REMEMBERED_BYTES",
            "MAX_ENGINE_TEXT", "MAX_ENGINE_JSON_BYTES"]
 
@@ -50,9 +51,7 @@ _QUOTED = 300
 # As the options' bound (options.MAX_OPTIONS_BYTES): far above any real
 # session info, refused before any of it is decoded.
 MAX_ENGINE_JSON_BYTES = 16 * 1024 * 1024
-# The engine's block range (the policy's ALLOWED_SPECULATION_BLOCKS), and a
-# status as int32_t carries it.
-_BLOCKS = range(1, 16)
+# A status as int32_t carries it.
 _STATUS_MAX = (1 << 31) - 1
 _DRAFTERS = ("mtp", "dflash")
 
@@ -93,14 +92,6 @@ class Reconciliation(Value):
                  revision: dict) -> None:
         self._init(agrees=not found, preview=preview, engine=engine, differences=found,
                    revision=tuple(revision.items()))
-
-
-def mirrored_revision() -> dict:
-    """The engine revision the preview mirrors, as build info reports it:
-    the engine, its policy's version and the revision of each rule
-    (engine_revision.py)."""
-    return {"engine": ENGINE, "engineVersion": ENGINE_VERSION,
-            "engineRevisions": revisions()}
 
 
 # ---------------------------------------------------------------------------
@@ -187,7 +178,7 @@ def _session_info(speculation: object) -> Outcome:
                       "an object holding all of \"block\", \"drafter\" and \"reason\", as "
                       "ts_session_info_json writes it")
     block, drafter, reason = fields["block"], fields["drafter"], fields["reason"]
-    if block is not None and (type(block) is not int or block not in _BLOCKS):
+    if block is not None and (type(block) is not int or block not in ALLOWED_SPECULATION_BLOCKS):
         raise _refuse("speculation.block", show_value(block),
                       "null (speculation off) or an integer in 1..=15")
     if drafter is not None and drafter not in _DRAFTERS:
@@ -273,10 +264,9 @@ def disagreement_warning(preview: Outcome, engine: Outcome, found: tuple[str, ..
             attr = name.rpartition(".")[2]
             parts.append("%s (the preview: %s; the engine: %s)"
                          % (name, _said(getattr(preview, attr)), _said(getattr(engine, attr))))
-    revision = mirrored_revision()
     return ("this answer is the engine's own: its open of this install with these options, "
             "reported to tsffi_reconcile, disagreed with the preview (which mirrors %s %s) on "
-            "%s" % (revision["engine"], revision["engineVersion"], "; ".join(parts)))
+            "%s" % (ENGINE, ENGINE_VERSION, "; ".join(parts)))
 
 
 # ---------------------------------------------------------------------------

@@ -245,10 +245,8 @@ def build_info_to_dict(abi_version: int, library: str, owns_interpreter: bool) -
     import os
     import sys
     from . import __version__
-    from .engine_revision import ENGINE, ENGINE_VERSION, revisions
-    return {"abiVersion": abi_version, "version": __version__,
-            "engine": ENGINE, "engineVersion": ENGINE_VERSION,
-            "engineRevisions": revisions(),
+    from .engine_revision import mirrored_revision
+    return {"abiVersion": abi_version, "version": __version__, **mirrored_revision(),
             "python": "%d.%d.%d" % sys.version_info[:3], "library": library,
             "package": os.path.dirname(os.path.abspath(__file__)),
             "pythonHome": sys.base_prefix, "pythonExecutable": sys.executable or None,
