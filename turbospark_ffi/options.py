@@ -604,15 +604,12 @@ def parse_options(raw: bytes | str | None, what: str = "options_json") -> Option
     Parsed at every call that reaches Python, not remembered: a warm C
     host's repeated text never reaches it (the C warm path answers), and the
     bench's options text parses in ~11 us, under 5% of a first plan
-    (docs/performance.md, the issue 41 round)."""
+    (docs/performance.md, the issue 41 round).
+
+    The open's order: size and UTF-8 (status 1), serde's decoding (4), the
+    mapping (2), then this library's "tsffi" object (1)."""
     if raw is None or len(raw) == 0:
         return DEFAULT_OPTIONS
-    return _parse(raw, what)
-
-
-def _parse(raw: bytes | str, what: str) -> Options:
-    """The open's order: size and UTF-8 (status 1), serde's decoding (4), the
-    mapping (2), then this library's "tsffi" object (1)."""
     if len(raw) > MAX_OPTIONS_BYTES:
         raise InvalidArgument(f"{what} is {len(raw)} bytes; accepts at most "
                               f"{MAX_OPTIONS_BYTES} bytes (this library's bound; the engine "
