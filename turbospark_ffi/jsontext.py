@@ -19,7 +19,7 @@ from .errors import JsonArgumentError
 
 __all__ = ["parse_json_object", "parse_json_value", "parse_json_document",
            "parse_json_document_members", "dumps", "encode_string", "show_value",
-           "MAX_JSON_DEPTH"]
+           "is_utf8_text", "MAX_JSON_DEPTH"]
 
 # A GUI's options object is flat; 64 leaves room for anything a host nests in
 # its open-options while refusing the 100,000-deep input that would otherwise
@@ -238,6 +238,17 @@ def _refuse_type(value: object):
 # encoder it replaces, which matters for the 51 plans of a choices table.
 _encode_tree = _json.make_encoder(None, _refuse_type, encode_string, None, ":", ",",
                                   False, False, False)
+
+
+def is_utf8_text(text: str) -> bool:
+    """Whether `text` can be written as UTF-8 (it holds no lone surrogate):
+    dumps escapes one as valid JSON, which Swift's decoders still refuse,
+    and a C host cannot be handed it as a path."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def dumps(value: object) -> str:

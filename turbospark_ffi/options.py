@@ -401,8 +401,8 @@ def _engine_blocker(value: object) -> str | None:
     # No NUL: the reason ends up in a refusal message, which a C host reads
     # as a NUL-terminated string; no lone surrogate: it ends up in a result,
     # which Swift's JSON decoders then refuse whole.
-    if type(value) is str and value and "\x00" not in value and \
-            replace_lone_surrogates(value) is value:
+    from .jsontext import is_utf8_text
+    if type(value) is str and value and "\x00" not in value and is_utf8_text(value):
         return value
     raise InvalidArgument(f"{TSFFI_KEY}.engineBlocker: got {_show(value)}; accepts "
                           f"{_BLOCKER_ACCEPTS}", option=f"{TSFFI_KEY}.engineBlocker")
@@ -411,11 +411,10 @@ def _engine_blocker(value: object) -> str | None:
 def replace_lone_surrogates(text: str) -> str:
     """`text` with each lone surrogate as U+FFFD (`text` itself when it has
     none), so it can be written as UTF-8 JSON that Swift accepts."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
-    return text
+    from .jsontext import is_utf8_text
+    if is_utf8_text(text):
+        return text
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 # ---------------------------------------------------------------------------

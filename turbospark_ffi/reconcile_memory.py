@@ -104,13 +104,8 @@ def _refuse(what: str, got: str, accepts: str) -> InvalidArgument:
 def _clean_string(value: object) -> bool:
     """A string that UTF-8 can carry (no lone surrogate), so the answer can,
     within MAX_ENGINE_TEXT characters."""
-    if not isinstance(value, str) or len(value) > MAX_ENGINE_TEXT:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    from .jsontext import is_utf8_text
+    return isinstance(value, str) and len(value) <= MAX_ENGINE_TEXT and is_utf8_text(value)
 
 
 def _members(pairs: list, what: str, wanted: tuple[str, ...]) -> dict:

@@ -48,9 +48,10 @@ NO_ROOT_REASON = ("no store: neither TURBOSPARK_HOME nor HOME is set, so a model
 def store_listing() -> StoreListing:
     """The store now: its root read from the environment as each resolution
     reads it, its installed.json through store.read_store (remembered while
-    unchanged), and each counting alias's install through install.snapshot
+    unchanged), and each counting alias's install through snapshots.snapshot
     (remembered while unchanged, as a plan's)."""
     from .errors import InvalidArgument
+    from .jsontext import is_utf8_text
     from .model_names import absolute_path, store_root
     from .store import counting_rows, read_store
     root = store_root()
@@ -66,17 +67,9 @@ def store_listing() -> StoreListing:
         # UTF-8: a working directory removed under a relative root, or bytes
         # that are not UTF-8 in it): no rows, and why. The root is shown only
         # when it is UTF-8 text.
-        shown = root if _is_utf8(root) else None
+        shown = root if is_utf8_text(root) else None
         return StoreListing(shown, None, False, f"no store listing: {exc}", ())
     return StoreListing(root, store_file, store.read, store.reason, aliases)
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a byte that is not UTF-8, as a lone surrogate
-        return False
-    return True
 
 
 def _alias_row(alias: str, path: str, model_dir: str) -> StoreAlias:
