@@ -83,7 +83,6 @@ SAMPLED_BLOCK_DRAFTER_REASON = (
 REFUSAL_PREFIX = "--speculative was asked for but cannot be served: "
 
 
-
 class SpeculativeDrafter(Value):
     """Which drafter `Speculation` drives: `AUTO` (whichever the install
     carries), `MTP` (the checkpoint's own head, a token at a time) or `DFLASH`
